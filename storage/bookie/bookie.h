@@ -1,0 +1,108 @@
+/*
+ * bookie.h — a BookKeeper-style storage node, in process.
+ *
+ * A bookie stores entries (ledgerId, entryId) -> bytes for many ledgers. Its
+ * write path: an add goes into the write cache and the journal queue; the
+ * journal thread writes a whole group of adds, fdatasyncs once, and only then
+ * completes them (group commit). So an add is DURABLE when its callback reports
+ * rc == 0, and not before. A background flush moves the write cache into entry
+ * log files (entries of many ledgers appended together) and the persistent
+ * index (ledgerId, entryId) -> (log, offset); after that checkpoint the journal
+ * files it covers are trimmed. On open, the journal is replayed from the last
+ * checkpoint: every add that was acknowledged before a crash is readable again;
+ * a torn or corrupt tail is detected by checksum and truncated, never served.
+ *
+ * Per ledger the bookie keeps a fenced flag and the last-add-confirmed (LAC)
+ * piggybacked on adds. Fencing is journaled before it is acknowledged; an add to
+ * a fenced ledger fails with QE_FENCED.
+ *
+ * Threads: every call is made on the loop thread given to bookie_open(), and
+ * every callback runs on that loop thread. Reads of entries still in memory
+ * complete without touching disk (still through the callback, never inline);
+ * older entries are read on a reader thread.
+ *
+ * Memory: the qbuf_t handed to bookie_add() is referenced (qbuf_ref) by the
+ * bookie for as long as it needs it; the caller keeps its own reference. A
+ * qbuf_t handed to a read callback is borrowed: qbuf_ref() it to keep it.
+ */
+#ifndef QUIRE_STORAGE_BOOKIE_H
+#define QUIRE_STORAGE_BOOKIE_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+typedef struct bookie bookie_t;
+
+typedef struct bookie_config {
+    const char *data_dir;               /* journal/ and ledgers/ are created below */
+    bool journal_sync;                  /* fdatasync before acknowledging (journalSyncData) */
+    uint32_t journal_group_wait_us_max; /* longest an add waits for its group (1000) */
+    uint32_t journal_group_bytes_max;   /* a group is written at this size (512 KiB) */
+    uint32_t journal_group_entries_max; /* ... or this many adds (10000) */
+    uint64_t journal_file_size_bytes;   /* preallocated size of a journal file (256 MiB) */
+    uint64_t entry_log_size_bytes;      /* an entry log rolls over at this size (1 GiB) */
+    uint64_t write_cache_bytes;         /* flush to entry logs when this full (64 MiB) */
+    uint64_t read_cache_bytes;          /* recently read entries kept (64 MiB) */
+    uint32_t flush_interval_ms;         /* checkpoint at least this often (1000) */
+    uint32_t pending_adds_max;          /* adds queued beyond this get QE_BUSY (100000) */
+    double gc_compact_ratio;            /* compact logs with less live data than this (0.5) */
+    uint32_t gc_interval_ms;            /* garbage collection period (60000) */
+} bookie_config_t;
+
+void bookie_config_defaults(bookie_config_t *cfg);
+
+/* Opens (creating if needed) the bookie under cfg->data_dir and replays its
+ * journal. Synchronous; logs and returns a negative code for a corrupt or
+ * unreadable store (never serves data it cannot verify). */
+int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out);
+/* Completes or fails (QE_SHUTDOWN) every pending call, checkpoints, frees. */
+void bookie_close(bookie_t *bk);
+
+typedef void (*bookie_add_cb)(int rc, int64_t ledger_id, int64_t entry_id, void *arg);
+/* Adds an entry; lac is the writer's last-add-confirmed for the ledger (-1 if
+ * none). Adding an (ledger, entry) that exists replaces it only before the
+ * ledger is fenced. Returns 0 if queued, QE_FENCED, QE_BUSY or another
+ * negative code (then cb is never called). */
+int bookie_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, qbuf_t *data,
+               bookie_add_cb cb, void *arg);
+
+/* entry: borrowed; lac: the bookie's LAC for the ledger (-1 if none). */
+typedef void (*bookie_read_cb)(int rc, int64_t ledger_id, int64_t entry_id, qbuf_t *entry,
+                               int64_t lac, void *arg);
+/* QE_NO_ENTRY / QE_NO_LEDGER through the callback when absent. */
+int bookie_read(bookie_t *bk, int64_t ledger_id, int64_t entry_id, bookie_read_cb cb, void *arg);
+
+typedef void (*bookie_lac_cb)(int rc, int64_t ledger_id, int64_t lac, void *arg);
+int bookie_read_lac(bookie_t *bk, int64_t ledger_id, bookie_lac_cb cb, void *arg);
+/* Sets the fenced flag durably, then reports the LAC. Fencing an unknown
+ * ledger records it as fenced (a late add for it is refused). */
+int bookie_fence(bookie_t *bk, int64_t ledger_id, bookie_lac_cb cb, void *arg);
+/* Highest entry id stored for the ledger (-1 if none) via lac argument of cb. */
+int bookie_last_entry(bookie_t *bk, int64_t ledger_id, bookie_lac_cb cb, void *arg);
+
+typedef void (*bookie_done_cb)(int rc, void *arg);
+/* Forgets the ledger durably; its space is reclaimed by garbage collection. */
+int bookie_delete_ledger(bookie_t *bk, int64_t ledger_id, bookie_done_cb cb, void *arg);
+
+typedef struct bookie_stats {
+    uint64_t adds; /* adds acknowledged */
+    uint64_t add_bytes;
+    uint64_t reads;
+    uint64_t read_cache_hits;       /* served from write or read cache */
+    uint64_t journal_syncs;         /* fdatasync calls on the journal */
+    uint64_t journal_sync_us_total; /* time spent in them */
+    uint64_t ledgers;               /* ledgers known and not deleted */
+    uint64_t entry_logs;            /* entry log files on disk */
+    uint64_t entry_log_bytes;
+    uint64_t gc_logs_removed;
+    uint64_t gc_logs_compacted;
+} bookie_stats_t;
+void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);
+
+/* Runs one garbage-collection pass now (tests, admin); cb when done. */
+int bookie_gc_now(bookie_t *bk, bookie_done_cb cb, void *arg);
+
+#endif

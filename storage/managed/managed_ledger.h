@@ -1,0 +1,137 @@
+/*
+ * managed_ledger.h — a topic's log: an ordered list of ledgers, appended to at
+ * the end, read by position, trimmed at the front (Pulsar's ManagedLedger).
+ *
+ * Positions are (ledgerId, entryId); they only grow, and are never reused,
+ * across restarts. The current ledger rolls over to a new one after
+ * max_entries_per_ledger entries, max_ledger_size_bytes bytes, or
+ * max_ledger_rollover_time_s seconds (once it holds something). The list of
+ * ledgers lives in the metadata store under /managed-ledgers/<name>; cursors
+ * (cursor.h) under /managed-ledgers/<name>/cursors/<cursor>.
+ *
+ * Opening a managed ledger whose last ledger was not closed (a crash) recovers
+ * that ledger through fencing (ledger.h) and starts a new one: every entry
+ * acknowledged before the crash stays readable at its position.
+ *
+ * Retention: a ledger other than the current one is deleted once every durable
+ * cursor's mark-delete position is past it AND retention allows: the ledgers
+ * kept by retention are the newest ones whose total size stays within
+ * retention_size_bytes and that closed less than retention_time_s ago
+ * (-1 = unbounded, 0 = keep nothing consumed).
+ *
+ * Threads and memory: loop thread only; callbacks on it, never inline. Entries
+ * are qbuf_t: ml_add references the buffer (the caller keeps its own reference);
+ * ml_entry_t.data given to a read callback is borrowed (qbuf_ref to keep; the
+ * entry cache and the dispatchers share one copy).
+ */
+#ifndef QUIRE_STORAGE_MANAGED_LEDGER_H
+#define QUIRE_STORAGE_MANAGED_LEDGER_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "storage/ledger/ledger.h"
+#include "storage/metadata/metadata.h"
+
+typedef struct ml_factory ml_factory_t;
+typedef struct managed_ledger managed_ledger_t;
+
+typedef struct ml_pos {
+    int64_t ledger_id;
+    int64_t entry_id;
+} ml_pos_t;
+
+static inline int ml_pos_cmp(ml_pos_t a, ml_pos_t b)
+{
+    if (a.ledger_id != b.ledger_id)
+        return a.ledger_id < b.ledger_id ? -1 : 1;
+    if (a.entry_id != b.entry_id)
+        return a.entry_id < b.entry_id ? -1 : 1;
+    return 0;
+}
+
+#define ML_POS_EARLIEST ((ml_pos_t){-1, -1})
+#define ML_POS_LATEST ((ml_pos_t){INT64_MAX, INT64_MAX})
+
+typedef struct ml_config {
+    ledger_quorum_t quorum;              /* managedLedgerDefault{EnsembleSize,...} */
+    uint64_t max_entries_per_ledger;     /* managedLedgerMaxEntriesPerLedger (50000) */
+    uint64_t max_ledger_size_bytes;      /* managedLedgerMaxSizePerLedgerMbytes (2048 MiB) */
+    uint32_t max_ledger_rollover_time_s; /* managedLedgerMaxLedgerRolloverTimeMinutes (240) */
+    int64_t retention_time_s;            /* -1 unbounded */
+    int64_t retention_size_bytes;        /* -1 unbounded */
+    uint32_t cursor_persist_interval_ms; /* mark-delete persisted at most this often (100) */
+} ml_config_t;
+
+void ml_config_defaults(ml_config_t *cfg);
+
+typedef struct ml_entry {
+    ml_pos_t pos;
+    qbuf_t *data;
+} ml_entry_t;
+
+/* The factory owns the entry cache shared by all managed ledgers. */
+int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
+                   uint64_t cache_bytes_max, ml_factory_t **out);
+/* All managed ledgers must be closed first. */
+void ml_factory_free(ml_factory_t *f);
+
+typedef void (*ml_open_cb)(int rc, managed_ledger_t *ml, void *arg);
+typedef void (*ml_add_cb)(int rc, ml_pos_t pos, void *arg);
+typedef void (*ml_read_cb)(int rc, const ml_entry_t *entries, size_t n, void *arg);
+typedef void (*ml_done_cb)(int rc, void *arg);
+/* Called on the loop after each successful add, for tailing readers. */
+typedef void (*ml_added_fn)(managed_ledger_t *ml, ml_pos_t pos, void *arg);
+
+/* Opens or creates the managed ledger `name` (any string; a topic's persistence
+ * name such as "public/default/persistent/t"). Opening one already open gives
+ * the same handle (with one more reference to release with ml_close). */
+int ml_open(ml_factory_t *f, const char *name, const ml_config_t *cfg, ml_open_cb cb, void *arg);
+/* Appends; durable (on Qa bookies) when cb reports rc == 0. Callbacks arrive in
+ * append order. QE_BUSY when too many adds are pending. */
+int ml_add(managed_ledger_t *ml, qbuf_t *data, ml_add_cb cb, void *arg);
+/* Reads up to max_entries (and about max_bytes) from `from` inclusive, across
+ * ledgers; n == 0 when `from` is past the last confirmed entry. */
+int ml_read(managed_ledger_t *ml, ml_pos_t from, size_t max_entries, size_t max_bytes,
+            ml_read_cb cb, void *arg);
+void ml_set_added_listener(managed_ledger_t *ml, ml_added_fn fn, void *arg);
+int ml_update_config(managed_ledger_t *ml, const ml_config_t *cfg);
+/* Drops a reference; the last one closes the current ledger and frees. */
+int ml_close(managed_ledger_t *ml, ml_done_cb cb, void *arg);
+/* Deletes every ledger, cursor and the metadata of a closed managed ledger. */
+int ml_delete(ml_factory_t *f, const char *name, ml_done_cb cb, void *arg);
+
+const char *ml_name(const managed_ledger_t *ml);
+ml_pos_t ml_last_confirmed(const managed_ledger_t *ml); /* (-1,-1) when empty */
+ml_pos_t ml_first_position(const managed_ledger_t *ml); /* first readable entry */
+/* The position after pos (crossing into the next ledger); pos may be earliest. */
+ml_pos_t ml_next_position(const managed_ledger_t *ml, ml_pos_t pos);
+/* Entries between a (exclusive) and b (inclusive), across ledgers. */
+uint64_t ml_count_entries(const managed_ledger_t *ml, ml_pos_t a, ml_pos_t b);
+/* Runs retention/trimming now (tests, admin); also runs on a timer. */
+int ml_trim(managed_ledger_t *ml, ml_done_cb cb, void *arg);
+
+typedef struct ml_ledger_info {
+    int64_t ledger_id;
+    int64_t entries;
+    int64_t size_bytes;
+    int64_t closed_ms; /* 0 while open */
+} ml_ledger_info_t;
+
+typedef struct ml_stats {
+    uint64_t entries_added; /* since open */
+    uint64_t entries;       /* in the retained ledgers */
+    uint64_t size_bytes;    /* in the retained ledgers */
+    int64_t current_ledger_id;
+    uint64_t current_ledger_entries;
+    uint64_t current_ledger_size_bytes;
+    size_t ledgers_count;
+} ml_stats_t;
+void ml_get_stats(const managed_ledger_t *ml, ml_stats_t *out);
+/* Copies up to max ledger infos (oldest first); returns how many ledgers exist. */
+size_t ml_get_ledgers(const managed_ledger_t *ml, ml_ledger_info_t *out, size_t max);
+
+#endif
