@@ -124,8 +124,11 @@ static void test_exec_bounded_queue(void)
     ev_loop_destroy(loop);
 }
 
+void register_config_suite(void);
+
 static void register_suites(void)
 {
+    register_config_suite();
     CU_pSuite s = CU_add_suite("common", NULL, NULL);
     CU_add_test(s, "crc32c vectors", test_crc32c_vectors);
     CU_add_test(s, "crc32c incremental hw/sw", test_crc32c_incremental_matches_hw_sw);
