@@ -1,0 +1,234 @@
+/*
+ * hashmap.c — linear-probing hash table with tombstones (see hashmap.h).
+ *
+ * Invariants: cap is a power of two; used (live + tombstones) <= cap * 3/4,
+ * so a probe always ends at an empty slot. Growth rehashes live entries only.
+ */
+#include "common/hashmap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SLOT_EMPTY = 0, SLOT_LIVE = 1, SLOT_DEAD = 2 };
+
+typedef struct {
+    uint64_t hash;
+    uint64_t ikey;
+    char *skey;
+    void *value;
+    int state;
+} slot_t;
+
+struct qmap {
+    slot_t *slots;
+    size_t cap, live, used;
+    bool string_keys;
+};
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    while (*s) {
+        h ^= (unsigned char)*s++;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t hash_u64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+static qmap_t *map_new(bool string_keys)
+{
+    qmap_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->cap = 16;
+    m->slots = calloc(m->cap, sizeof(slot_t));
+    if (!m->slots) {
+        free(m);
+        return NULL;
+    }
+    m->string_keys = string_keys;
+    return m;
+}
+
+static void map_free(qmap_t *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].state == SLOT_LIVE)
+            free(m->slots[i].skey);
+    free(m->slots);
+    free(m);
+}
+
+static bool key_eq(const qmap_t *m, const slot_t *s, uint64_t h, const char *sk, uint64_t ik)
+{
+    if (s->hash != h)
+        return false;
+    return m->string_keys ? strcmp(s->skey, sk) == 0 : s->ikey == ik;
+}
+
+static slot_t *find(const qmap_t *m, uint64_t h, const char *sk, uint64_t ik)
+{
+    size_t mask = m->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        slot_t *s = &m->slots[i];
+        if (s->state == SLOT_EMPTY)
+            return NULL;
+        if (s->state == SLOT_LIVE && key_eq(m, s, h, sk, ik))
+            return s;
+    }
+}
+
+static int grow(qmap_t *m)
+{
+    size_t ncap = m->live * 2 >= m->cap / 2 ? m->cap * 2 : m->cap; /* else just purge tombstones */
+    slot_t *ns = calloc(ncap, sizeof(slot_t));
+    if (!ns)
+        return -ENOMEM;
+    for (size_t i = 0; i < m->cap; i++) {
+        slot_t *s = &m->slots[i];
+        if (s->state != SLOT_LIVE)
+            continue;
+        size_t j = s->hash & (ncap - 1);
+        while (ns[j].state != SLOT_EMPTY)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = *s;
+    }
+    free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+    m->used = m->live;
+    return 0;
+}
+
+static int put(qmap_t *m, uint64_t h, const char *sk, uint64_t ik, void *value)
+{
+    slot_t *s = find(m, h, sk, ik);
+    if (s) {
+        s->value = value;
+        return 0;
+    }
+    if ((m->used + 1) * 4 > m->cap * 3 && grow(m) < 0)
+        return -ENOMEM;
+    char *copy = NULL;
+    if (m->string_keys && !(copy = strdup(sk)))
+        return -ENOMEM;
+    size_t mask = m->cap - 1, i = h & mask;
+    while (m->slots[i].state == SLOT_LIVE)
+        i = (i + 1) & mask;
+    if (m->slots[i].state == SLOT_EMPTY)
+        m->used++;
+    m->slots[i] = (slot_t){h, ik, copy, value, SLOT_LIVE};
+    m->live++;
+    return 0;
+}
+
+static void *remove_slot(qmap_t *m, slot_t *s)
+{
+    if (!s)
+        return NULL;
+    void *v = s->value;
+    free(s->skey);
+    s->skey = NULL;
+    s->state = SLOT_DEAD;
+    m->live--;
+    return v;
+}
+
+static bool next(const qmap_t *m, qmap_iter_t *it, slot_t **out)
+{
+    while (it->pos < m->cap) {
+        slot_t *s = &m->slots[it->pos++];
+        if (s->state == SLOT_LIVE) {
+            *out = s;
+            return true;
+        }
+    }
+    return false;
+}
+
+qmap_t *qmap_new(void)
+{
+    return map_new(true);
+}
+void qmap_free(qmap_t *m)
+{
+    map_free(m);
+}
+void *qmap_get(const qmap_t *m, const char *key)
+{
+    slot_t *s = find(m, hash_str(key), key, 0);
+    return s ? s->value : NULL;
+}
+int qmap_put(qmap_t *m, const char *key, void *value)
+{
+    return put(m, hash_str(key), key, 0, value);
+}
+void *qmap_remove(qmap_t *m, const char *key)
+{
+    return remove_slot(m, find(m, hash_str(key), key, 0));
+}
+size_t qmap_size(const qmap_t *m)
+{
+    return m->live;
+}
+bool qmap_next(const qmap_t *m, qmap_iter_t *it, const char **key, void **value)
+{
+    slot_t *s;
+    if (!next(m, it, &s))
+        return false;
+    if (key)
+        *key = s->skey;
+    if (value)
+        *value = s->value;
+    return true;
+}
+
+qmap64_t *qmap64_new(void)
+{
+    return map_new(false);
+}
+void qmap64_free(qmap64_t *m)
+{
+    map_free(m);
+}
+void *qmap64_get(const qmap64_t *m, uint64_t key)
+{
+    slot_t *s = find(m, hash_u64(key), NULL, key);
+    return s ? s->value : NULL;
+}
+int qmap64_put(qmap64_t *m, uint64_t key, void *value)
+{
+    return put(m, hash_u64(key), NULL, key, value);
+}
+void *qmap64_remove(qmap64_t *m, uint64_t key)
+{
+    return remove_slot(m, find(m, hash_u64(key), NULL, key));
+}
+size_t qmap64_size(const qmap64_t *m)
+{
+    return m->live;
+}
+bool qmap64_next(const qmap64_t *m, qmap_iter_t *it, uint64_t *key, void **value)
+{
+    slot_t *s;
+    if (!next(m, it, &s))
+        return false;
+    if (key)
+        *key = s->ikey;
+    if (value)
+        *value = s->value;
+    return true;
+}

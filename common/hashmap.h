@@ -1,0 +1,43 @@
+/*
+ * hashmap.h — open-addressing hash maps for the loop thread's registries
+ * (topics by name, producers and consumers by id).
+ *
+ * qmap_t maps strings (copied on insert, freed on remove) to pointers;
+ * qmap64_t maps 64-bit integers to pointers. Values are borrowed: the map never
+ * frees them. Not thread-safe (loop thread only). Iteration order is
+ * unspecified; removing the current key while iterating is allowed.
+ */
+#ifndef QUIRE_COMMON_HASHMAP_H
+#define QUIRE_COMMON_HASHMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct qmap qmap_t;
+typedef struct qmap qmap64_t;
+
+typedef struct qmap_iter {
+    size_t pos;
+} qmap_iter_t;
+
+qmap_t *qmap_new(void);
+void qmap_free(qmap_t *m);
+void *qmap_get(const qmap_t *m, const char *key);
+/* Inserts or replaces; 0 or -ENOMEM. */
+int qmap_put(qmap_t *m, const char *key, void *value);
+/* Returns the removed value (NULL if absent). */
+void *qmap_remove(qmap_t *m, const char *key);
+size_t qmap_size(const qmap_t *m);
+/* it = {0} to start; key and value borrowed until the next change. */
+bool qmap_next(const qmap_t *m, qmap_iter_t *it, const char **key, void **value);
+
+qmap64_t *qmap64_new(void);
+void qmap64_free(qmap64_t *m);
+void *qmap64_get(const qmap64_t *m, uint64_t key);
+int qmap64_put(qmap64_t *m, uint64_t key, void *value);
+void *qmap64_remove(qmap64_t *m, uint64_t key);
+size_t qmap64_size(const qmap64_t *m);
+bool qmap64_next(const qmap64_t *m, qmap_iter_t *it, uint64_t *key, void **value);
+
+#endif
