@@ -1,0 +1,194 @@
+/*
+ * quire_bookie.c — `quire bookie`: opens the bookie under --data-dir, serves
+ * it with bookie_server on --bindAddress:--bookiePort, and runs the loop
+ * until SIGTERM or SIGINT. Then, in this order: stop the server (no new
+ * requests; connections closed), close the bookie (pending calls complete or
+ * fail with QE_SHUTDOWN, the journal is checkpointed), destroy the loop.
+ * Option names are Pulsar's/BookKeeper's (bookiePort, journalSyncData) so a
+ * bookkeeper.conf reader recognises them.
+ */
+#include "src/quire_bookie.h"
+
+#include <ev.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "storage/bookie/bookie.h"
+#include "storage/bookie/bookie_server.h"
+
+#define QB_DEFAULT_PORT 3181
+#define QB_DEFAULT_BIND "127.0.0.1"
+
+typedef struct qb_options {
+    const char *data_dir;
+    const char *bind;
+    int port;
+    bool journal_sync;
+} qb_options_t;
+
+static void qb_usage(FILE *out)
+{
+    fprintf(out, "usage: quire bookie --data-dir DIR [--bookiePort=N] [--bindAddress=ADDR]\n"
+                 "                    [--journalSyncData=true|false]\n");
+}
+
+/* If argv[*i] is option `name` ("--name=v" or "--name v"), sets *value and
+ * returns 1 (advancing *i past a separate value); 0 if another option; -1 if
+ * the value is missing. */
+static int qb_match(int argc, char **argv, int *i, const char *name, const char **value)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return 0;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0')
+        return 0;
+    if (*i + 1 >= argc)
+        return -1;
+    *value = argv[++*i];
+    return 1;
+}
+
+static int qb_parse_bool(const char *v, bool *out)
+{
+    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+        *out = true;
+    else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+        *out = false;
+    else
+        return -1;
+    return 0;
+}
+
+static int qb_parse_port(const char *v, int *out)
+{
+    char *end;
+    long p = strtol(v, &end, 10);
+    if (!*v || *end || p < 0 || p > 65535)
+        return -1;
+    *out = (int)p;
+    return 0;
+}
+
+/* One option at argv[*i]; returns 0, or -1 after printing why. */
+static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
+{
+    const char *v = NULL;
+    int m;
+    if ((m = qb_match(argc, argv, i, "--data-dir", &v)) != 0) {
+        o->data_dir = v;
+    } else if ((m = qb_match(argc, argv, i, "--bookiePort", &v)) != 0) {
+        if (m > 0 && qb_parse_port(v, &o->port) < 0)
+            m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--bindAddress", &v)) != 0) {
+        o->bind = v;
+    } else if ((m = qb_match(argc, argv, i, "--journalSyncData", &v)) != 0) {
+        if (m > 0 && qb_parse_bool(v, &o->journal_sync) < 0)
+            m = -2;
+    }
+    if (m == 1)
+        return 0;
+    if (m == 0)
+        fprintf(stderr, "quire bookie: unknown option %s\n", argv[*i]);
+    else if (m == -1)
+        fprintf(stderr, "quire bookie: %s needs a value\n", argv[*i]);
+    else
+        fprintf(stderr, "quire bookie: bad value \"%s\" for %s\n", v, argv[*i]);
+    return -1;
+}
+
+static int qb_parse(int argc, char **argv, qb_options_t *o)
+{
+    o->data_dir = NULL;
+    o->bind = QB_DEFAULT_BIND;
+    o->port = QB_DEFAULT_PORT;
+    o->journal_sync = true;
+    int first = 1;
+    if (argc > 1 && strcmp(argv[1], "bookie") == 0)
+        first = 2; /* called with the program's own argv: "quire bookie ..." */
+    for (int i = first; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+        if (qb_parse_one(argc, argv, &i, o) < 0)
+            return -1;
+    }
+    if (!o->data_dir || !*o->data_dir) {
+        fprintf(stderr, "quire bookie: --data-dir is required\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void qb_on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)revents;
+    log_info("bookie", "signal %d: stopping", w->signum);
+    ev_break(loop, EVBREAK_ALL);
+}
+
+/* Serves bk until a signal; returns the exit status. */
+static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
+{
+    bookie_server_t *srv;
+    int rc = bookie_server_start(loop, bk, o->bind, o->port, &srv);
+    if (rc < 0) {
+        fprintf(stderr, "quire bookie: cannot listen on %s:%d: %s\n", o->bind, o->port,
+                q_strerror(rc));
+        return 1;
+    }
+    printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s)\n", o->bind,
+           bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false");
+    fflush(stdout);
+    ev_signal sigterm, sigint;
+    ev_signal_init(&sigterm, qb_on_signal, SIGTERM);
+    ev_signal_init(&sigint, qb_on_signal, SIGINT);
+    ev_signal_start(loop, &sigterm);
+    ev_signal_start(loop, &sigint);
+    ev_run(loop, 0);
+    ev_signal_stop(loop, &sigterm);
+    ev_signal_stop(loop, &sigint);
+    bookie_server_stop(srv);
+    return 0;
+}
+
+int quire_bookie_main(int argc, char **argv)
+{
+    qb_options_t o;
+    int prc = qb_parse(argc, argv, &o);
+    if (prc != 0) {
+        qb_usage(prc > 0 ? stdout : stderr);
+        return prc > 0 ? 0 : 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    struct ev_loop *loop = ev_default_loop(0);
+    if (!loop) {
+        fprintf(stderr, "quire bookie: cannot create the event loop\n");
+        return 1;
+    }
+    bookie_config_t cfg;
+    bookie_config_defaults(&cfg);
+    cfg.data_dir = o.data_dir;
+    cfg.journal_sync = o.journal_sync;
+    bookie_t *bk;
+    int rc = bookie_open(loop, &cfg, &bk);
+    if (rc < 0) {
+        fprintf(stderr, "quire bookie: cannot open the bookie in %s: %s\n", o.data_dir,
+                q_strerror(rc));
+        ev_loop_destroy(loop);
+        return 1;
+    }
+    int status = qb_serve(loop, bk, &o);
+    bookie_close(bk);
+    ev_loop_destroy(loop);
+    log_info("bookie", "stopped");
+    return status;
+}
