@@ -21,6 +21,7 @@ static const char *const qe_names[] = {
     [14] = "not empty",
     [15] = "read only",
     [16] = "shutting down",
+    [17] = "need more bytes",
 };
 
 const char *q_strerror(int rc)

@@ -30,7 +30,8 @@ enum {
     QE_NOT_EMPTY = QE_BASE - 14,   /* delete of a key/object that has children */
     QE_READ_ONLY = QE_BASE - 15,   /* e.g. an add on a closed ledger */
     QE_SHUTDOWN = QE_BASE - 16,    /* the process is stopping */
-    QE_LAST = QE_BASE - 17,
+    QE_AGAIN = QE_BASE - 17,       /* need more bytes (a parser resumes later) */
+    QE_LAST = QE_BASE - 18,
 };
 
 /* A short description of rc (never NULL): errno text for -errno, ours otherwise. */

@@ -1,0 +1,446 @@
+/*
+ * frame.c — Pulsar frame decoder and encoders (formats and contract: frame.h).
+ *
+ * Decoding goes in three steps, each bounded by the one before:
+ *   1. sizes: total against max_frame_bytes (from the first byte on), then
+ *      cmdSize against total; return QE_AGAIN until the whole frame is in;
+ *   2. the BaseCommand, unpacked by protobuf-c through a budget allocator that
+ *      refuses to allocate more than FRAME_PB_BUDGET_FACTOR * cmdSize +
+ *      FRAME_PB_BUDGET_BASE bytes for this frame;
+ *   3. for SEND and MESSAGE, the payload part: optional 0x0e02 block, optional
+ *      0x0e01 block (CRC32C verified), metaSize within what remains. Nothing of
+ *      the payload is copied: the frame holds slices of the caller's buffer.
+ * Any other command must end exactly where its BaseCommand ends.
+ */
+#include "server/codec/frame.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crc32c.h"
+#include "common/errors.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static inline uint32_t frame_rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static inline uint16_t frame_rd16(const uint8_t *p)
+{
+    return (uint16_t)((unsigned)p[0] << 8 | (unsigned)p[1]);
+}
+
+static inline void frame_wr32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static inline void frame_wr16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+/* ---------------------------------------------------------------- bounded allocator */
+
+/* One per unpack call, on the caller's stack. Frees go straight to free(), so
+ * the unpacked message can later be freed with frame_plain_allocator. */
+typedef struct frame_budget {
+    ProtobufCAllocator alloc;
+    size_t used;
+    size_t budget;
+    bool refused;     /* the budget said no */
+    bool out_of_heap; /* malloc said no */
+} frame_budget_t;
+
+static void *frame_budget_alloc(void *data, size_t size)
+{
+    frame_budget_t *b = data;
+    if (size > b->budget - b->used) {
+        b->refused = true;
+        return NULL;
+    }
+    void *p = malloc(size ? size : 1);
+    if (!p) {
+        b->out_of_heap = true;
+        return NULL;
+    }
+    b->used += size;
+    return p;
+}
+
+static void frame_heap_free(void *data, void *p)
+{
+    (void)data;
+    free(p);
+}
+
+static void *frame_heap_alloc(void *data, size_t size)
+{
+    (void)data;
+    return malloc(size ? size : 1);
+}
+
+static ProtobufCAllocator frame_plain_allocator = {
+    .alloc = frame_heap_alloc,
+    .free = frame_heap_free,
+    .allocator_data = NULL,
+};
+
+static void frame_budget_init(frame_budget_t *b, size_t packed_len)
+{
+    memset(b, 0, sizeof *b);
+    b->alloc.alloc = frame_budget_alloc;
+    b->alloc.free = frame_heap_free;
+    b->alloc.allocator_data = b;
+    size_t factor = FRAME_PB_BUDGET_FACTOR;
+    b->budget = packed_len > (SIZE_MAX - FRAME_PB_BUDGET_BASE) / factor
+                    ? SIZE_MAX
+                    : packed_len * factor + FRAME_PB_BUDGET_BASE;
+}
+
+/* The error of an unpack that returned NULL. */
+static int frame_budget_error(const frame_budget_t *b)
+{
+    if (b->out_of_heap)
+        return -ENOMEM;
+    if (b->refused)
+        return QE_TOO_LARGE;
+    return QE_CORRUPT;
+}
+
+/* ---------------------------------------------------------------- decoding */
+
+int frame_peek_size(const uint8_t *buf, size_t len, size_t max_frame_bytes, size_t *need)
+{
+    if (len < 4) {
+        /* The smallest total these first bytes allow: if even that is too
+         * large (a TLS record, "GET "), say so now instead of waiting. */
+        uint64_t min_total = 0;
+        for (size_t i = 0; i < 4; i++)
+            min_total = min_total << 8 | (i < len ? buf[i] : 0);
+        return min_total > max_frame_bytes ? QE_TOO_LARGE : QE_AGAIN;
+    }
+    uint32_t total = frame_rd32(buf);
+    if (total > max_frame_bytes)
+        return QE_TOO_LARGE;
+    if (total < 5) /* cmdSize (4) + at least one byte of command */
+        return QE_CORRUPT;
+    *need = 4 + (size_t)total;
+    return 0;
+}
+
+/* Checks that the field named by cmd->type is set (field numbers equal type
+ * values in BaseCommand). */
+static int frame_check_type(const Pulsar__Proto__BaseCommand *cmd)
+{
+    const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(
+        &pulsar__proto__base_command__descriptor, (unsigned)cmd->type);
+    if (!fd || fd->type != PROTOBUF_C_TYPE_MESSAGE)
+        return QE_INVALID;
+    const void *sub = *(const void *const *)((const char *)cmd + fd->offset);
+    if (sub)
+        return 0;
+    /* CommandPing/Pong have no fields: tolerate a client that omits them. */
+    if (cmd->type == PULSAR__PROTO__BASE_COMMAND__TYPE__PING ||
+        cmd->type == PULSAR__PROTO__BASE_COMMAND__TYPE__PONG)
+        return 0;
+    return QE_INVALID;
+}
+
+/* Parses the payload part p[0..n) of a SEND/MESSAGE frame into f. */
+static int frame_decode_payload(const uint8_t *p, size_t n, frame_t *f)
+{
+    if (n >= 2 && frame_rd16(p) == FRAME_MAGIC_BROKER_ENTRY_METADATA) {
+        if (n < 6)
+            return QE_CORRUPT;
+        uint32_t bem = frame_rd32(p + 2);
+        if (bem > n - 6)
+            return QE_CORRUPT;
+        f->broker_entry_metadata = p + 6;
+        f->broker_entry_metadata_len = bem;
+        p += 6 + (size_t)bem;
+        n -= 6 + (size_t)bem;
+    }
+    f->payload = p;
+    f->payload_len = n;
+    if (n >= 2 && frame_rd16(p) == FRAME_MAGIC_CRC32C) {
+        if (n < FRAME_CHECKSUM_BLOCK_BYTES)
+            return QE_CORRUPT;
+        uint32_t want = frame_rd32(p + 2);
+        p += FRAME_CHECKSUM_BLOCK_BYTES;
+        n -= FRAME_CHECKSUM_BLOCK_BYTES;
+        f->has_checksum = true;
+        f->checksum_ok = crc32c(0, p, n) == want;
+    }
+    if (n < 4)
+        return QE_CORRUPT;
+    uint32_t meta = frame_rd32(p);
+    if (meta == 0 || meta > n - 4)
+        return QE_CORRUPT;
+    return 0;
+}
+
+int frame_decode(const uint8_t *buf, size_t len, size_t max_frame_bytes, frame_t *out,
+                 size_t *consumed)
+{
+    size_t need = 0;
+    *consumed = 0;
+    int rc = frame_peek_size(buf, len, max_frame_bytes, &need);
+    if (rc != 0)
+        return rc;
+    if (len >= FRAME_PREFIX_BYTES) {
+        /* Reject an impossible cmdSize before waiting for the rest. */
+        uint32_t cmd_size = frame_rd32(buf + 4);
+        if (cmd_size == 0 || cmd_size > need - FRAME_PREFIX_BYTES)
+            return QE_CORRUPT;
+    }
+    if (len < need)
+        return QE_AGAIN;
+
+    size_t cmd_size = frame_rd32(buf + 4);
+    frame_t f = {.frame_len = need};
+    frame_budget_t b;
+    frame_budget_init(&b, cmd_size);
+    f.cmd = pulsar__proto__base_command__unpack(&b.alloc, cmd_size, buf + FRAME_PREFIX_BYTES);
+    if (!f.cmd)
+        return frame_budget_error(&b);
+    rc = frame_check_type(f.cmd);
+    if (rc == 0) {
+        const uint8_t *rest = buf + FRAME_PREFIX_BYTES + cmd_size;
+        size_t rest_len = need - FRAME_PREFIX_BYTES - cmd_size;
+        if (f.cmd->type == PULSAR__PROTO__BASE_COMMAND__TYPE__SEND ||
+            f.cmd->type == PULSAR__PROTO__BASE_COMMAND__TYPE__MESSAGE)
+            rc = frame_decode_payload(rest, rest_len, &f);
+        else if (rest_len != 0)
+            rc = QE_CORRUPT;
+    }
+    if (rc != 0) {
+        frame_free(&f);
+        return rc;
+    }
+    *out = f;
+    *consumed = need;
+    return 0;
+}
+
+void frame_free(frame_t *f)
+{
+    if (f->cmd)
+        pulsar__proto__base_command__free_unpacked(f->cmd, &frame_plain_allocator);
+    memset(f, 0, sizeof *f);
+}
+
+/* Finds the metadata of a stored slice: *meta_at = offset of metaSize. */
+static int frame_locate_metadata(const uint8_t *s, size_t len, size_t *meta_at, size_t *meta_len)
+{
+    size_t o = 0;
+    if (len - o >= 2 && frame_rd16(s + o) == FRAME_MAGIC_BROKER_ENTRY_METADATA) {
+        if (len - o < 6)
+            return QE_CORRUPT;
+        uint32_t bem = frame_rd32(s + o + 2);
+        if (bem > len - o - 6)
+            return QE_CORRUPT;
+        o += 6 + (size_t)bem;
+    }
+    if (len - o >= 2 && frame_rd16(s + o) == FRAME_MAGIC_CRC32C) {
+        if (len - o < FRAME_CHECKSUM_BLOCK_BYTES)
+            return QE_CORRUPT;
+        o += FRAME_CHECKSUM_BLOCK_BYTES;
+    }
+    if (len - o < 4)
+        return QE_CORRUPT;
+    uint32_t meta = frame_rd32(s + o);
+    if (meta == 0 || meta > len - o - 4)
+        return QE_CORRUPT;
+    *meta_at = o;
+    *meta_len = meta;
+    return 0;
+}
+
+int frame_parse_metadata(const uint8_t *slice, size_t len, Pulsar__Proto__MessageMetadata **md,
+                         size_t *payload_offset)
+{
+    size_t at = 0, meta = 0;
+    int rc = frame_locate_metadata(slice, len, &at, &meta);
+    if (rc != 0)
+        return rc;
+    frame_budget_t b;
+    frame_budget_init(&b, meta);
+    Pulsar__Proto__MessageMetadata *m =
+        pulsar__proto__message_metadata__unpack(&b.alloc, meta, slice + at + 4);
+    if (!m)
+        return frame_budget_error(&b);
+    *md = m;
+    *payload_offset = at + 4 + meta;
+    return 0;
+}
+
+void frame_metadata_free(Pulsar__Proto__MessageMetadata *md)
+{
+    if (md)
+        pulsar__proto__message_metadata__free_unpacked(md, &frame_plain_allocator);
+}
+
+int frame_verify_checksum(const uint8_t *slice, size_t len)
+{
+    size_t o = 0;
+    if (len >= 2 && frame_rd16(slice) == FRAME_MAGIC_BROKER_ENTRY_METADATA) {
+        if (len < 6 || frame_rd32(slice + 2) > len - 6)
+            return QE_CORRUPT;
+        o = 6 + (size_t)frame_rd32(slice + 2);
+    }
+    if (len - o < 2 || frame_rd16(slice + o) != FRAME_MAGIC_CRC32C)
+        return QE_NOT_FOUND;
+    if (len - o < FRAME_CHECKSUM_BLOCK_BYTES)
+        return QE_CORRUPT;
+    uint32_t want = frame_rd32(slice + o + 2);
+    o += FRAME_CHECKSUM_BLOCK_BYTES;
+    return crc32c(0, slice + o, len - o) == want ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- encoding */
+
+/* Packed size of a command whose required fields are all set, or 0. */
+static size_t frame_checked_size(const Pulsar__Proto__BaseCommand *cmd)
+{
+    if (!cmd || !protobuf_c_message_check(&cmd->base) || frame_check_type(cmd) != 0)
+        return 0;
+    return pulsar__proto__base_command__get_packed_size(cmd);
+}
+
+int frame_encode_command(const Pulsar__Proto__BaseCommand *cmd, qbuf_t **out)
+{
+    size_t size = frame_checked_size(cmd);
+    if (size == 0)
+        return QE_INVALID;
+    if (size > QBUF_MAX - FRAME_PREFIX_BYTES)
+        return QE_TOO_LARGE;
+    qbuf_t *b = qbuf_new(FRAME_PREFIX_BYTES + size);
+    if (!b)
+        return -ENOMEM;
+    frame_wr32(b->data, (uint32_t)(4 + size));
+    frame_wr32(b->data + 4, (uint32_t)size);
+    size_t packed = pulsar__proto__base_command__pack(cmd, b->data + FRAME_PREFIX_BYTES);
+    if (packed != size) {
+        qbuf_unref(b);
+        return QE_INVALID;
+    }
+    b->len = (uint32_t)(FRAME_PREFIX_BYTES + size);
+    *out = b;
+    return 0;
+}
+
+static bool frame_stored_has_checksum(const uint8_t *stored, size_t stored_len)
+{
+    return stored && stored_len >= 2 && frame_rd16(stored) == FRAME_MAGIC_CRC32C;
+}
+
+size_t frame_message_header_size(const Pulsar__Proto__BaseCommand *cmd, size_t bem_len,
+                                 const uint8_t *stored, size_t stored_len)
+{
+    size_t n = FRAME_PREFIX_BYTES + pulsar__proto__base_command__get_packed_size(cmd);
+    if (bem_len > 0)
+        n += 6 + bem_len;
+    if (!frame_stored_has_checksum(stored, stored_len))
+        n += FRAME_CHECKSUM_BLOCK_BYTES;
+    return n;
+}
+
+int frame_encode_message_header_bem(const Pulsar__Proto__BaseCommand *cmd, const uint8_t *bem,
+                                    size_t bem_len, const uint8_t *stored, size_t stored_len,
+                                    uint8_t *hdr, size_t hdr_cap, size_t *hdr_len)
+{
+    size_t size = frame_checked_size(cmd);
+    if (size == 0 || !stored || stored_len < 4 || (bem_len > 0 && !bem))
+        return QE_INVALID;
+    if (frame_rd16(stored) == FRAME_MAGIC_BROKER_ENTRY_METADATA)
+        return QE_INVALID;
+    bool add_crc = !frame_stored_has_checksum(stored, stored_len);
+    if (!add_crc && stored_len < FRAME_CHECKSUM_BLOCK_BYTES + 4)
+        return QE_INVALID;
+    if (bem_len > UINT32_MAX || stored_len > UINT32_MAX)
+        return QE_TOO_LARGE;
+    size_t n = FRAME_PREFIX_BYTES + size + (bem_len > 0 ? 6 + bem_len : 0) +
+               (add_crc ? FRAME_CHECKSUM_BLOCK_BYTES : 0);
+    if (n > hdr_cap)
+        return QE_TOO_LARGE;
+    uint64_t total = (uint64_t)n - 4 + stored_len;
+    if (total > UINT32_MAX)
+        return QE_TOO_LARGE;
+
+    frame_wr32(hdr, (uint32_t)total);
+    frame_wr32(hdr + 4, (uint32_t)size);
+    size_t o = FRAME_PREFIX_BYTES;
+    o += pulsar__proto__base_command__pack(cmd, hdr + o);
+    if (bem_len > 0) {
+        frame_wr16(hdr + o, FRAME_MAGIC_BROKER_ENTRY_METADATA);
+        frame_wr32(hdr + o + 2, (uint32_t)bem_len);
+        memcpy(hdr + o + 6, bem, bem_len);
+        o += 6 + bem_len;
+    }
+    if (add_crc) {
+        frame_wr16(hdr + o, FRAME_MAGIC_CRC32C);
+        frame_wr32(hdr + o + 2, crc32c(0, stored, stored_len));
+        o += FRAME_CHECKSUM_BLOCK_BYTES;
+    }
+    if (o != n)
+        return QE_INVALID;
+    *hdr_len = n;
+    return 0;
+}
+
+int frame_encode_message_header(const Pulsar__Proto__BaseCommand *cmd, const uint8_t *stored,
+                                size_t stored_len, uint8_t *hdr, size_t hdr_cap, size_t *hdr_len)
+{
+    return frame_encode_message_header_bem(cmd, NULL, 0, stored, stored_len, hdr, hdr_cap, hdr_len);
+}
+
+int frame_encode_payload(const Pulsar__Proto__BaseCommand *cmd,
+                         const Pulsar__Proto__MessageMetadata *md, const uint8_t *payload,
+                         size_t payload_len, bool with_checksum, qbuf_t **out)
+{
+    size_t size = frame_checked_size(cmd);
+    if (size == 0 || !md || !protobuf_c_message_check(&md->base) || (payload_len && !payload))
+        return QE_INVALID;
+    size_t meta = pulsar__proto__message_metadata__get_packed_size(md);
+    size_t crc_block = with_checksum ? FRAME_CHECKSUM_BLOCK_BYTES : 0;
+    if (payload_len > QBUF_MAX || meta > QBUF_MAX)
+        return QE_TOO_LARGE;
+    size_t n = FRAME_PREFIX_BYTES + size + crc_block + 4 + meta + payload_len;
+    if (n > QBUF_MAX)
+        return QE_TOO_LARGE;
+    qbuf_t *b = qbuf_new(n);
+    if (!b)
+        return -ENOMEM;
+    uint8_t *p = b->data;
+    frame_wr32(p, (uint32_t)(n - 4));
+    frame_wr32(p + 4, (uint32_t)size);
+    size_t o = FRAME_PREFIX_BYTES + pulsar__proto__base_command__pack(cmd, p + FRAME_PREFIX_BYTES);
+    size_t crc_at = o;
+    o += crc_block;
+    frame_wr32(p + o, (uint32_t)meta);
+    o += 4;
+    o += pulsar__proto__message_metadata__pack(md, p + o);
+    if (payload_len)
+        memcpy(p + o, payload, payload_len);
+    o += payload_len;
+    if (with_checksum) {
+        frame_wr16(p + crc_at, FRAME_MAGIC_CRC32C);
+        frame_wr32(p + crc_at + 2, crc32c(0, p + crc_at + 6, o - crc_at - 6));
+    }
+    if (o != n) {
+        qbuf_unref(b);
+        return QE_INVALID;
+    }
+    b->len = (uint32_t)n;
+    *out = b;
+    return 0;
+}

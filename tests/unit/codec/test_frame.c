@@ -1,0 +1,522 @@
+/* Unit tests of server/codec/frame: decoding, rejection, checksums, encoders. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crc32c.h"
+#include "common/errors.h"
+#include "server/codec/commands.h"
+#include "server/codec/frame.h"
+#include "tests/unit/codec/codec_tests.h"
+#include "tests/unit/support/test_support.h"
+
+#define MAXF FRAME_DEFAULT_MAX_FRAME_BYTES
+
+static const uint8_t test_payload[] = "hello, quire: payload bytes \x00\x01\x02\xff";
+
+/* A SEND frame {producer_id 7, sequence_id 42} with metadata and payload. */
+static qbuf_t *make_send(bool with_checksum)
+{
+    Pulsar__Proto__CommandSend send = PULSAR__PROTO__COMMAND_SEND__INIT;
+    send.producer_id = 7;
+    send.sequence_id = 42;
+    send.has_num_messages = 1;
+    send.num_messages = 1;
+    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__SEND;
+    cmd.send = &send;
+    Pulsar__Proto__MessageMetadata md = PULSAR__PROTO__MESSAGE_METADATA__INIT;
+    md.producer_name = "prod-1";
+    md.sequence_id = 42;
+    md.publish_time = 1700000000000ull;
+    md.partition_key = "k";
+    qbuf_t *b = NULL;
+    int rc = frame_encode_payload(&cmd, &md, test_payload, sizeof test_payload, with_checksum, &b);
+    CU_ASSERT_EQUAL(rc, 0);
+    return b;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void test_send_with_checksum_exact_slice(void)
+{
+    qbuf_t *b = make_send(true);
+    TEST_REQUIRE(b != NULL);
+    frame_t f;
+    size_t consumed = 0;
+    TEST_REQUIRE(frame_decode(b->data, b->len, MAXF, &f, &consumed) == 0);
+    CU_ASSERT_EQUAL(consumed, b->len);
+    CU_ASSERT_EQUAL(f.frame_len, b->len);
+    CU_ASSERT_EQUAL(f.cmd->type, PULSAR__PROTO__BASE_COMMAND__TYPE__SEND);
+    CU_ASSERT_EQUAL(f.cmd->send->producer_id, 7);
+    CU_ASSERT_EQUAL(f.cmd->send->sequence_id, 42);
+    uint32_t cmd_size = rd32(b->data + 4);
+    /* The slice starts at the 0x0e01 magic and runs to the frame's end. */
+    CU_ASSERT_PTR_EQUAL(f.payload, b->data + 8 + cmd_size);
+    CU_ASSERT_EQUAL(f.payload_len, b->len - 8 - cmd_size);
+    CU_ASSERT_EQUAL(f.payload[0], 0x0e);
+    CU_ASSERT_EQUAL(f.payload[1], 0x01);
+    CU_ASSERT_TRUE(f.has_checksum);
+    CU_ASSERT_TRUE(f.checksum_ok);
+    CU_ASSERT_PTR_NULL(f.broker_entry_metadata);
+    CU_ASSERT_EQUAL(frame_verify_checksum(f.payload, f.payload_len), 1);
+
+    Pulsar__Proto__MessageMetadata *md = NULL;
+    size_t off = 0;
+    TEST_REQUIRE(frame_parse_metadata(f.payload, f.payload_len, &md, &off) == 0);
+    CU_ASSERT_STRING_EQUAL(md->producer_name, "prod-1");
+    CU_ASSERT_EQUAL(md->sequence_id, 42);
+    CU_ASSERT_EQUAL(md->publish_time, 1700000000000ull);
+    CU_ASSERT_STRING_EQUAL(md->partition_key, "k");
+    CU_ASSERT_EQUAL(md->num_messages_in_batch, 1); /* the default */
+    CU_ASSERT_EQUAL(f.payload_len - off, sizeof test_payload);
+    CU_ASSERT_EQUAL(memcmp(f.payload + off, test_payload, sizeof test_payload), 0);
+    frame_metadata_free(md);
+    frame_free(&f);
+    CU_ASSERT_PTR_NULL(f.cmd);
+    frame_free(&f); /* idempotent */
+    qbuf_unref(b);
+}
+
+static void test_send_without_checksum(void)
+{
+    qbuf_t *b = make_send(false);
+    TEST_REQUIRE(b != NULL);
+    frame_t f;
+    size_t consumed = 0;
+    TEST_REQUIRE(frame_decode(b->data, b->len, MAXF, &f, &consumed) == 0);
+    uint32_t cmd_size = rd32(b->data + 4);
+    CU_ASSERT_FALSE(f.has_checksum);
+    CU_ASSERT_FALSE(f.checksum_ok);
+    /* Without the block, the slice starts at metaSize. */
+    CU_ASSERT_PTR_EQUAL(f.payload, b->data + 8 + cmd_size);
+    CU_ASSERT_EQUAL(f.payload_len, b->len - 8 - cmd_size);
+    CU_ASSERT_EQUAL(frame_verify_checksum(f.payload, f.payload_len), QE_NOT_FOUND);
+    Pulsar__Proto__MessageMetadata *md = NULL;
+    size_t off = 0;
+    TEST_REQUIRE(frame_parse_metadata(f.payload, f.payload_len, &md, &off) == 0);
+    CU_ASSERT_EQUAL(off, 4 + rd32(f.payload));
+    CU_ASSERT_EQUAL(memcmp(f.payload + off, test_payload, sizeof test_payload), 0);
+    frame_metadata_free(md);
+    frame_free(&f);
+    qbuf_unref(b);
+}
+
+static void test_wrong_checksum_detected(void)
+{
+    qbuf_t *b = make_send(true);
+    TEST_REQUIRE(b != NULL);
+    size_t positions[] = {b->len - 1, b->len - sizeof test_payload, 8 + rd32(b->data + 4) + 3};
+    for (size_t i = 0; i < sizeof positions / sizeof positions[0]; i++) {
+        b->data[positions[i]] ^= 0x20; /* a payload byte, or the crc itself */
+        frame_t f;
+        size_t consumed = 0;
+        TEST_REQUIRE(frame_decode(b->data, b->len, MAXF, &f, &consumed) == 0);
+        CU_ASSERT_TRUE(f.has_checksum);
+        CU_ASSERT_FALSE(f.checksum_ok);
+        CU_ASSERT_EQUAL(frame_verify_checksum(f.payload, f.payload_len), 0);
+        frame_free(&f);
+        b->data[positions[i]] ^= 0x20;
+    }
+    qbuf_unref(b);
+}
+
+static void test_split_at_every_byte(void)
+{
+    qbuf_t *s = make_send(true);
+    qbuf_t *p = NULL;
+    TEST_REQUIRE(s != NULL);
+    TEST_REQUIRE(cmd_encode_ping(&p) == 0);
+    /* Two frames back to back, arriving one byte more at a time. */
+    size_t total = s->len + p->len;
+    uint8_t *stream = malloc(total);
+    TEST_REQUIRE(stream != NULL);
+    memcpy(stream, s->data, s->len);
+    memcpy(stream + s->len, p->data, p->len);
+    size_t start = 0;
+    int frames = 0;
+    for (size_t have = 0; have <= total; have++) {
+        for (;;) {
+            frame_t f;
+            size_t consumed = 99;
+            int rc = frame_decode(stream + start, have - start, MAXF, &f, &consumed);
+            if (rc == QE_AGAIN) {
+                CU_ASSERT_EQUAL(consumed, 0);
+                break;
+            }
+            TEST_REQUIRE(rc == 0);
+            /* A frame decodes only once all its bytes are in. */
+            CU_ASSERT_EQUAL(have - start >= consumed, true);
+            if (frames == 0) {
+                CU_ASSERT_EQUAL(have, s->len);
+                CU_ASSERT_EQUAL(f.cmd->type, PULSAR__PROTO__BASE_COMMAND__TYPE__SEND);
+                CU_ASSERT_TRUE(f.checksum_ok);
+            } else {
+                CU_ASSERT_EQUAL(have, total);
+                CU_ASSERT_EQUAL(f.cmd->type, PULSAR__PROTO__BASE_COMMAND__TYPE__PING);
+            }
+            frames++;
+            start += consumed;
+            frame_free(&f);
+            if (start == have)
+                break;
+        }
+    }
+    CU_ASSERT_EQUAL(frames, 2);
+    CU_ASSERT_EQUAL(start, total);
+    free(stream);
+    qbuf_unref(s);
+    qbuf_unref(p);
+}
+
+static void test_truncated_needs_more(void)
+{
+    qbuf_t *b = make_send(true);
+    TEST_REQUIRE(b != NULL);
+    for (size_t n = 0; n < b->len; n++) {
+        frame_t f;
+        size_t consumed = 5;
+        CU_ASSERT_EQUAL(frame_decode(b->data, n, MAXF, &f, &consumed), QE_AGAIN);
+        CU_ASSERT_EQUAL(consumed, 0);
+    }
+    size_t need = 0;
+    CU_ASSERT_EQUAL(frame_peek_size(b->data, 3, MAXF, &need), QE_AGAIN);
+    CU_ASSERT_EQUAL(frame_peek_size(b->data, 4, MAXF, &need), 0);
+    CU_ASSERT_EQUAL(need, b->len);
+    qbuf_unref(b);
+}
+
+static int decode_bytes(const void *bytes, size_t n)
+{
+    frame_t f;
+    size_t consumed = 0;
+    int rc = frame_decode(bytes, n, MAXF, &f, &consumed);
+    if (rc == 0)
+        frame_free(&f);
+    return rc;
+}
+
+static void test_rejects_bad_sizes_at_once(void)
+{
+    /* total < cmdSize + 4: rejected from the 8-byte prefix alone. */
+    CU_ASSERT_EQUAL(decode_bytes("\x00\x00\x00\x10\x00\x00\x00\x20", 8), QE_CORRUPT);
+    /* cmdSize 0. */
+    CU_ASSERT_EQUAL(decode_bytes("\x00\x00\x00\x10\x00\x00\x00\x00", 8), QE_CORRUPT);
+    /* total too small to hold cmdSize and one byte. */
+    CU_ASSERT_EQUAL(decode_bytes("\x00\x00\x00\x04\x00\x00\x00\x00", 8), QE_CORRUPT);
+    CU_ASSERT_EQUAL(decode_bytes("\x00\x00\x00\x00", 4), QE_CORRUPT);
+    /* Above the maximum: known from 4 bytes, and from 1 when that suffices. */
+    CU_ASSERT_EQUAL(decode_bytes("\x00\x60\x00\x00", 4), QE_TOO_LARGE);
+    CU_ASSERT_EQUAL(decode_bytes("\x7f", 1), QE_TOO_LARGE);
+    CU_ASSERT_EQUAL(decode_bytes("\x00", 1), QE_AGAIN);
+    /* A smaller configured maximum is honoured exactly. */
+    frame_t f;
+    size_t c = 0;
+    CU_ASSERT_EQUAL(frame_decode((const uint8_t *)"\x00\x00\x01\x01", 4, 256, &f, &c),
+                    QE_TOO_LARGE);
+    CU_ASSERT_EQUAL(frame_decode((const uint8_t *)"\x00\x00\x01\x00", 4, 256, &f, &c), QE_AGAIN);
+}
+
+static void test_rejects_tls_and_http(void)
+{
+    /* A TLS 1.2 ClientHello record header and an HTTP request line: each is
+     * rejected from its first byte, before any allocation could happen (the
+     * decoder has not even seen a whole length field). */
+    static const uint8_t tls[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03};
+    const char *http = "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    for (size_t n = 1; n <= sizeof tls; n++)
+        CU_ASSERT_EQUAL(decode_bytes(tls, n), QE_TOO_LARGE);
+    for (size_t n = 1; n <= strlen(http); n++)
+        CU_ASSERT_EQUAL(decode_bytes(http, n), QE_TOO_LARGE);
+    CU_ASSERT_EQUAL(decode_bytes("POST /admin", 11), QE_TOO_LARGE);
+}
+
+/* Writes a frame around an arbitrary command body. */
+static size_t wrap(uint8_t *out, const uint8_t *body, size_t n, size_t extra)
+{
+    uint32_t total = (uint32_t)(4 + n + extra), cs = (uint32_t)n;
+    for (int i = 0; i < 4; i++) {
+        out[i] = (uint8_t)(total >> (24 - 8 * i));
+        out[4 + i] = (uint8_t)(cs >> (24 - 8 * i));
+    }
+    memcpy(out + 8, body, n);
+    memset(out + 8 + n, 0, extra);
+    return 8 + n + extra;
+}
+
+static void test_rejects_bad_commands(void)
+{
+    uint8_t buf[256], body[64];
+    /* Garbage protobuf. */
+    memset(body, 0xff, 16);
+    CU_ASSERT_EQUAL(decode_bytes(buf, wrap(buf, body, 16, 0)), QE_CORRUPT);
+    /* type = SUCCESS (13) without its field: 08 0d. */
+    body[0] = 0x08;
+    body[1] = 13;
+    CU_ASSERT_EQUAL(decode_bytes(buf, wrap(buf, body, 2, 0)), QE_INVALID);
+    /* Unknown type 99. */
+    body[1] = 99;
+    CU_ASSERT_EQUAL(decode_bytes(buf, wrap(buf, body, 2, 0)), QE_INVALID);
+    /* PING with its empty field is fine; trailing bytes after it are not. */
+    body[1] = 18;
+    body[2] = 0x92; /* field 18, wire type 2: tag 146 = 0x92 0x01 */
+    body[3] = 0x01;
+    body[4] = 0x00;
+    CU_ASSERT_EQUAL(decode_bytes(buf, wrap(buf, body, 5, 0)), 0);
+    CU_ASSERT_EQUAL(decode_bytes(buf, wrap(buf, body, 5, 3)), QE_CORRUPT);
+    /* PING without the field is tolerated. */
+    CU_ASSERT_EQUAL(decode_bytes(buf, wrap(buf, body, 2, 0)), 0);
+}
+
+static void test_rejects_bad_payload_sizes(void)
+{
+    qbuf_t *b = make_send(true);
+    TEST_REQUIRE(b != NULL);
+    uint32_t cs = rd32(b->data + 4);
+    uint8_t *meta = b->data + 8 + cs + 6;
+    uint32_t good = rd32(meta);
+    /* metaSize beyond the frame, and 0. */
+    uint32_t bad[] = {0, (uint32_t)(b->len - (8 + cs + 6 + 4)) + 1, 0xffffffffu};
+    for (size_t i = 0; i < 3; i++) {
+        for (int k = 0; k < 4; k++)
+            meta[k] = (uint8_t)(bad[i] >> (24 - 8 * k));
+        CU_ASSERT_EQUAL(decode_bytes(b->data, b->len), QE_CORRUPT);
+        Pulsar__Proto__MessageMetadata *md = NULL;
+        size_t off;
+        CU_ASSERT_EQUAL(frame_parse_metadata(b->data + 8 + cs, b->len - 8 - cs, &md, &off),
+                        QE_CORRUPT);
+    }
+    for (int k = 0; k < 4; k++)
+        meta[k] = (uint8_t)(good >> (24 - 8 * k));
+    CU_ASSERT_EQUAL(decode_bytes(b->data, b->len), 0);
+    qbuf_unref(b);
+
+    /* A SEND with no payload part at all. */
+    Pulsar__Proto__CommandSend send = PULSAR__PROTO__COMMAND_SEND__INIT;
+    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__SEND;
+    cmd.send = &send;
+    qbuf_t *s = NULL;
+    TEST_REQUIRE(frame_encode_command(&cmd, &s) == 0);
+    CU_ASSERT_EQUAL(decode_bytes(s->data, s->len), QE_CORRUPT);
+    qbuf_unref(s);
+}
+
+/* An ACK of n ids, each as small as protobuf allows. */
+static qbuf_t *make_ack(size_t n)
+{
+    Pulsar__Proto__MessageIdData *ids = calloc(n, sizeof *ids);
+    Pulsar__Proto__MessageIdData **ptrs = calloc(n, sizeof *ptrs);
+    for (size_t i = 0; i < n; i++) {
+        pulsar__proto__message_id_data__init(&ids[i]);
+        ptrs[i] = &ids[i];
+    }
+    Pulsar__Proto__CommandAck ack = PULSAR__PROTO__COMMAND_ACK__INIT;
+    ack.consumer_id = 1;
+    ack.n_message_id = n;
+    ack.message_id = ptrs;
+    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__ACK;
+    cmd.ack = &ack;
+    qbuf_t *b = NULL;
+    int rc = frame_encode_command(&cmd, &b);
+    CU_ASSERT_EQUAL(rc, 0);
+    free(ids);
+    free(ptrs);
+    return b;
+}
+
+static void test_allocation_budget(void)
+{
+    /* 1000 ids (a client's ack group): decodes. */
+    qbuf_t *b = make_ack(1000);
+    TEST_REQUIRE(b != NULL);
+    frame_t f;
+    TEST_REQUIRE(codec_decode_whole(b, &f) == 0);
+    CU_ASSERT_EQUAL(f.cmd->ack->n_message_id, 1000);
+    frame_free(&f);
+    qbuf_unref(b);
+    /* 100,000 six-byte ids would unpack to ~17x their size: refused. */
+    b = make_ack(100000);
+    TEST_REQUIRE(b != NULL);
+    CU_ASSERT_TRUE(b->len < MAXF);
+    size_t consumed = 0;
+    CU_ASSERT_EQUAL(frame_decode(b->data, b->len, MAXF, &f, &consumed), QE_TOO_LARGE);
+    qbuf_unref(b);
+}
+
+static void test_random_buffers_never_crash(void)
+{
+    uint8_t buf[600];
+    srand(12345);
+    int deep = 0; /* buffers that got past the size checks */
+    for (int iter = 0; iter < 5000; iter++) {
+        size_t n = (size_t)(rand() % (int)sizeof buf);
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (uint8_t)rand();
+        if (n >= 8 && (iter & 1)) {
+            /* Plausible sizes, so the decoder gets past the prefix. */
+            uint32_t total = (uint32_t)(n - 4), cs = (uint32_t)(1 + rand() % (int)(n - 8 + 1));
+            for (int k = 0; k < 4; k++) {
+                buf[k] = (uint8_t)(total >> (24 - 8 * k));
+                buf[4 + k] = (uint8_t)(cs >> (24 - 8 * k));
+            }
+            if (iter % 4 == 1) {
+                buf[8] = 0x08; /* type = SEND or PING */
+                buf[9] = (iter % 8 == 1) ? 6 : 18;
+            }
+        }
+        frame_t f;
+        size_t consumed = 0;
+        int rc = frame_decode(buf, n, MAXF, &f, &consumed);
+        CU_ASSERT_TRUE(rc == 0 || rc == QE_AGAIN || rc == QE_CORRUPT || rc == QE_INVALID ||
+                       rc == QE_TOO_LARGE);
+        if (rc == 0 || rc == QE_CORRUPT || rc == QE_INVALID)
+            deep++;
+        if (rc == 0) {
+            CU_ASSERT_TRUE(consumed <= n && consumed == f.frame_len);
+            frame_free(&f);
+        } else {
+            CU_ASSERT_EQUAL(consumed, 0);
+        }
+        Pulsar__Proto__MessageMetadata *md = NULL;
+        size_t off = 0;
+        if (frame_parse_metadata(buf, n, &md, &off) == 0) {
+            CU_ASSERT_TRUE(off <= n);
+            frame_metadata_free(md);
+        }
+        (void)frame_verify_checksum(buf, n);
+    }
+    CU_ASSERT_TRUE(deep > 1000);
+}
+
+/* The stored slice of a SEND, as the broker keeps it. */
+static qbuf_t *stored_of(bool with_checksum)
+{
+    qbuf_t *s = make_send(with_checksum);
+    uint32_t cs = rd32(s->data + 4);
+    qbuf_t *st = qbuf_copy(s->data + 8 + cs, s->len - 8 - cs);
+    qbuf_unref(s);
+    return st;
+}
+
+static void check_message_frame(const uint8_t *frame, size_t n, const qbuf_t *stored,
+                                bool stored_has_crc, bool with_bem)
+{
+    frame_t f;
+    size_t consumed = 0;
+    TEST_REQUIRE(frame_decode(frame, n, MAXF, &f, &consumed) == 0);
+    CU_ASSERT_EQUAL(consumed, n);
+    CU_ASSERT_EQUAL(f.cmd->type, PULSAR__PROTO__BASE_COMMAND__TYPE__MESSAGE);
+    CU_ASSERT_EQUAL(f.cmd->message->consumer_id, 11);
+    CU_ASSERT_EQUAL((int64_t)f.cmd->message->message_id->ledgerid, 5);
+    CU_ASSERT_EQUAL((int64_t)f.cmd->message->message_id->entryid, 9);
+    CU_ASSERT_EQUAL(f.cmd->message->redelivery_count, 2);
+    CU_ASSERT_TRUE(f.has_checksum);
+    CU_ASSERT_TRUE(f.checksum_ok);
+    if (stored_has_crc) {
+        CU_ASSERT_EQUAL(f.payload_len, stored->len);
+        CU_ASSERT_EQUAL(memcmp(f.payload, stored->data, stored->len), 0);
+    } else {
+        CU_ASSERT_EQUAL(f.payload_len, stored->len + 6);
+        CU_ASSERT_EQUAL(memcmp(f.payload + 6, stored->data, stored->len), 0);
+        CU_ASSERT_EQUAL(rd32(f.payload + 2), crc32c(0, stored->data, stored->len));
+    }
+    if (with_bem) {
+        TEST_REQUIRE(f.broker_entry_metadata != NULL);
+        Pulsar__Proto__BrokerEntryMetadata *bem = pulsar__proto__broker_entry_metadata__unpack(
+            NULL, f.broker_entry_metadata_len, f.broker_entry_metadata);
+        TEST_REQUIRE(bem != NULL);
+        CU_ASSERT_EQUAL(bem->index, 77);
+        pulsar__proto__broker_entry_metadata__free_unpacked(bem, NULL);
+    } else {
+        CU_ASSERT_PTR_NULL(f.broker_entry_metadata);
+    }
+    Pulsar__Proto__MessageMetadata *md = NULL;
+    size_t off = 0;
+    TEST_REQUIRE(frame_parse_metadata(f.payload, f.payload_len, &md, &off) == 0);
+    CU_ASSERT_STRING_EQUAL(md->producer_name, "prod-1");
+    CU_ASSERT_EQUAL(memcmp(f.payload + off, test_payload, sizeof test_payload), 0);
+    frame_metadata_free(md);
+    frame_free(&f);
+}
+
+static void test_message_header_plus_stored(void)
+{
+    cmd_message_id_t id = {.ledger_id = 5, .entry_id = 9, .partition = -1, .batch_index = -1};
+    uint8_t bem_bytes[32];
+    Pulsar__Proto__BrokerEntryMetadata bem = PULSAR__PROTO__BROKER_ENTRY_METADATA__INIT;
+    bem.has_index = 1;
+    bem.index = 77;
+    size_t bem_len = pulsar__proto__broker_entry_metadata__pack(&bem, bem_bytes);
+    for (int with_crc = 0; with_crc <= 1; with_crc++) {
+        for (int with_bem = 0; with_bem <= 1; with_bem++) {
+            qbuf_t *st = stored_of(with_crc);
+            TEST_REQUIRE(st != NULL);
+            uint8_t hdr[256];
+            size_t hdr_len = 0;
+            TEST_REQUIRE(cmd_encode_message_header(11, &id, 2, NULL, 0, with_bem ? bem_bytes : NULL,
+                                                   with_bem ? bem_len : 0, st->data, st->len, hdr,
+                                                   sizeof hdr, &hdr_len) == 0);
+            /* What writev would put on the wire. */
+            uint8_t *wire = malloc(hdr_len + st->len);
+            memcpy(wire, hdr, hdr_len);
+            memcpy(wire + hdr_len, st->data, st->len);
+            check_message_frame(wire, hdr_len + st->len, st, with_crc, with_bem);
+            /* A header buffer too small is refused, not overrun. */
+            CU_ASSERT_EQUAL(cmd_encode_message_header(11, &id, 2, NULL, 0, NULL, 0, st->data,
+                                                      st->len, hdr, 10, &hdr_len),
+                            QE_TOO_LARGE);
+            free(wire);
+            qbuf_unref(st);
+        }
+    }
+    /* Stored bytes starting with 0x0e02 or too short are refused. */
+    uint8_t hdr[128];
+    size_t hl;
+    CU_ASSERT_EQUAL(cmd_encode_message_header(11, &id, 0, NULL, 0, NULL, 0,
+                                              (const uint8_t *)"\x0e\x02\0\0\0\0", 6, hdr,
+                                              sizeof hdr, &hl),
+                    QE_INVALID);
+    CU_ASSERT_EQUAL(cmd_encode_message_header(11, &id, 0, NULL, 0, NULL, 0, (const uint8_t *)"\0\0",
+                                              2, hdr, sizeof hdr, &hl),
+                    QE_INVALID);
+}
+
+static void test_encode_checks_required(void)
+{
+    Pulsar__Proto__CommandError e = PULSAR__PROTO__COMMAND_ERROR__INIT; /* message NULL */
+    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__ERROR;
+    cmd.error = &e;
+    qbuf_t *b = NULL;
+    CU_ASSERT_EQUAL(frame_encode_command(&cmd, &b), QE_INVALID);
+    CU_ASSERT_PTR_NULL(b);
+    cmd.error = NULL; /* type without its field */
+    CU_ASSERT_EQUAL(frame_encode_command(&cmd, &b), QE_INVALID);
+    e.message = "m";
+    cmd.error = &e;
+    CU_ASSERT_EQUAL(frame_encode_command(&cmd, &b), 0);
+    qbuf_unref(b);
+}
+
+void codec_register_frame(void)
+{
+    CU_pSuite s = CU_add_suite("frame", NULL, NULL);
+    CU_add_test(s, "send with checksum: exact slice", test_send_with_checksum_exact_slice);
+    CU_add_test(s, "send without checksum", test_send_without_checksum);
+    CU_add_test(s, "wrong checksum detected", test_wrong_checksum_detected);
+    CU_add_test(s, "split at every byte boundary", test_split_at_every_byte);
+    CU_add_test(s, "truncated frames need more", test_truncated_needs_more);
+    CU_add_test(s, "bad sizes rejected at once", test_rejects_bad_sizes_at_once);
+    CU_add_test(s, "TLS and HTTP rejected", test_rejects_tls_and_http);
+    CU_add_test(s, "bad commands rejected", test_rejects_bad_commands);
+    CU_add_test(s, "bad payload sizes rejected", test_rejects_bad_payload_sizes);
+    CU_add_test(s, "protobuf allocation budget", test_allocation_budget);
+    CU_add_test(s, "random buffers never crash", test_random_buffers_never_crash);
+    CU_add_test(s, "message header + stored bytes", test_message_header_plus_stored);
+    CU_add_test(s, "encode checks required fields", test_encode_checks_required);
+}
