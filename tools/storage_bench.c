@@ -1,0 +1,314 @@
+/*
+ * storage_bench.c — the storage engine's benchmark: appends entries through
+ * the ledger client to a local bookie (E = Qw = Qa = 1) with fdatasync before
+ * acknowledgement, and prints entries/s, MB/s and add latency percentiles;
+ * first it measures the disk's own durable sequential bandwidth (1 MiB writes,
+ * each followed by fdatasync) and fdatasync latency in the same run, so the
+ * figures can be compared with what the disk can do.
+ *
+ *   storage-bench [--dir DIR] [--sizes 100,1024,65536] [--seconds S]
+ *                 [--inflight N] [--rate R]
+ *
+ * --rate R: adds are issued at a fixed R per second and latency is measured
+ * from each add's scheduled time (no coordinated omission); without it, N adds
+ * are kept in flight (max throughput).
+ */
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "common/hist.h"
+#include "common/log.h"
+#include "storage/bookie/bookie.h"
+#include "storage/ledger/bookie_client.h"
+#include "storage/ledger/ledger.h"
+#include "storage/metadata/metadata.h"
+
+typedef struct bench {
+    struct ev_loop *loop;
+    ledger_t *ledger;
+    qbuf_t *payload;
+    size_t size;
+    double seconds;
+    double rate; /* 0 = max throughput */
+    int inflight_max;
+    int inflight;
+    uint64_t issued, acked, failed;
+    uint64_t start_ns, stop_ns, end_ns;
+    uint64_t *issue_ns; /* ring of scheduled times by entry id */
+    size_t ring;
+    hist_t hist; /* microseconds */
+    ev_timer tick;
+    bool done;
+} bench_t;
+
+/* ------------------------------------------------------------- the disk -- */
+
+static void disk_baseline(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/fsync-probe", dir);
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "storage-bench: %s: %s\n", path, strerror(errno));
+        return;
+    }
+    size_t chunk = 1 << 20;
+    char *buf = malloc(chunk);
+    memset(buf, 'q', chunk);
+    uint64_t t0 = clock_mono_ns(), bytes = 0;
+    while (clock_mono_ns() - t0 < 2000000000ull) {
+        if (write(fd, buf, chunk) != (ssize_t)chunk || fdatasync(fd) != 0)
+            break;
+        bytes += chunk;
+    }
+    double secs = (double)(clock_mono_ns() - t0) / 1e9;
+    static hist_t h;
+    hist_init(&h);
+    char small[4096];
+    memset(small, 'q', sizeof small);
+    for (int i = 0; i < 500; i++) {
+        uint64_t s = clock_mono_ns();
+        if (write(fd, small, sizeof small) != (ssize_t)sizeof small || fdatasync(fd) != 0)
+            break;
+        hist_record(&h, (clock_mono_ns() - s) / 1000);
+    }
+    printf("disk: durable sequential bandwidth %.1f MB/s (1 MiB write + fdatasync); "
+           "4 KiB write+fdatasync p50 %llu us p99 %llu us\n",
+           (double)bytes / secs / 1e6, (unsigned long long)hist_percentile(&h, 50),
+           (unsigned long long)hist_percentile(&h, 99));
+    free(buf);
+    close(fd);
+    unlink(path);
+}
+
+/* ---------------------------------------------------------------- adds -- */
+
+static void bench_issue(bench_t *b);
+
+static void add_done(int rc, int64_t entry_id, void *arg)
+{
+    bench_t *b = arg;
+    b->inflight--;
+    uint64_t now = clock_mono_ns();
+    if (rc < 0) {
+        b->failed++;
+        fprintf(stderr, "storage-bench: add failed: %s\n", q_strerror(rc));
+    } else {
+        b->acked++;
+        uint64_t t = b->issue_ns[(uint64_t)entry_id % b->ring];
+        hist_record(&b->hist, (now - t) / 1000);
+    }
+    b->end_ns = now;
+    if (!b->rate)
+        bench_issue(b);
+    if (b->inflight == 0 && now >= b->stop_ns)
+        b->done = true;
+}
+
+static bool bench_add(bench_t *b, uint64_t scheduled_ns)
+{
+    uint64_t id = b->issued;
+    b->issue_ns[id % b->ring] = scheduled_ns;
+    int rc = ledger_add(b->ledger, b->payload, add_done, b);
+    if (rc < 0) {
+        if (rc != QE_BUSY)
+            fprintf(stderr, "storage-bench: add refused: %s\n", q_strerror(rc));
+        return false;
+    }
+    b->issued++;
+    b->inflight++;
+    return true;
+}
+
+static void bench_issue(bench_t *b)
+{
+    uint64_t now = clock_mono_ns();
+    if (now >= b->stop_ns)
+        return;
+    while (b->inflight < b->inflight_max && bench_add(b, clock_mono_ns()))
+        ;
+}
+
+static void rate_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    bench_t *b = w->data;
+    uint64_t now = clock_mono_ns();
+    if (now >= b->stop_ns) {
+        ev_timer_stop(b->loop, w);
+        if (b->inflight == 0)
+            b->done = true;
+        return;
+    }
+    /* Issue every add whose scheduled time has come, stamped with that time. */
+    uint64_t due = (uint64_t)((double)(now - b->start_ns) / 1e9 * b->rate);
+    while (b->issued < due && (int)b->inflight < (int)b->ring - 1) {
+        uint64_t sched = b->start_ns + (uint64_t)((double)b->issued / b->rate * 1e9);
+        if (!bench_add(b, sched))
+            break;
+    }
+}
+
+/* -------------------------------------------------------------- driver -- */
+
+typedef struct open_wait {
+    bool done;
+    int rc;
+    ledger_t *ledger;
+} open_wait_t;
+
+static void ledger_created(int rc, ledger_t *l, void *arg)
+{
+    open_wait_t *w = arg;
+    w->rc = rc;
+    w->ledger = l;
+    w->done = true;
+}
+
+static void closed_cb(int rc, void *arg)
+{
+    (void)rc;
+    *(bool *)arg = true;
+}
+
+static void run_until(struct ev_loop *loop, volatile bool *flag)
+{
+    while (!*flag)
+        ev_run(loop, EVRUN_ONCE);
+}
+
+static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, double seconds,
+                    int inflight, double rate)
+{
+    static bench_t b;
+    memset(&b, 0, sizeof b);
+    b.loop = loop;
+    b.size = size;
+    b.seconds = seconds;
+    b.rate = rate;
+    b.inflight_max = inflight;
+    b.ring = 1 << 20;
+    b.issue_ns = calloc(b.ring, sizeof *b.issue_ns);
+    b.payload = qbuf_new(size);
+    memset(b.payload->data, 'x', size);
+    b.payload->len = (uint32_t)size;
+    hist_init(&b.hist);
+    open_wait_t ow = {0};
+    ledger_quorum_t q = {1, 1, 1};
+    int rc = ledger_create(lc, &q, ledger_created, &ow);
+    if (rc == 0)
+        run_until(loop, &ow.done);
+    if (rc < 0 || ow.rc < 0) {
+        fprintf(stderr, "storage-bench: ledger_create: %s\n", q_strerror(rc < 0 ? rc : ow.rc));
+        return -1;
+    }
+    b.ledger = ow.ledger;
+    b.start_ns = clock_mono_ns();
+    b.stop_ns = b.start_ns + (uint64_t)(seconds * 1e9);
+    if (rate > 0) {
+        ev_timer_init(&b.tick, rate_tick, 0.0, 0.0002);
+        b.tick.data = &b;
+        ev_timer_start(loop, &b.tick);
+    } else {
+        bench_issue(&b);
+    }
+    run_until(loop, &b.done);
+    double secs = (double)(b.end_ns - b.start_ns) / 1e9;
+    printf("%7zu B %s: %10.0f entries/s %8.1f MB/s  add latency us p50 %llu p99 %llu p99.9 "
+           "%llu max %llu  (%llu acked, %llu failed)\n",
+           size, rate > 0 ? "fixed-rate" : "max-rate  ", (double)b.acked / secs,
+           (double)b.acked * (double)size / secs / 1e6,
+           (unsigned long long)hist_percentile(&b.hist, 50),
+           (unsigned long long)hist_percentile(&b.hist, 99),
+           (unsigned long long)hist_percentile(&b.hist, 99.9), (unsigned long long)b.hist.max,
+           (unsigned long long)b.acked, (unsigned long long)b.failed);
+    fflush(stdout);
+    bool closed = false;
+    if (ledger_close(b.ledger, closed_cb, &closed) == 0)
+        run_until(loop, &closed);
+    qbuf_unref(b.payload);
+    free(b.issue_ns);
+    return b.failed ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = NULL, *sizes = "100,1024,65536";
+    double seconds = 5, rate = 0;
+    int inflight = 1000;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
+            sizes = argv[++i];
+        else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+            seconds = atof(argv[++i]);
+        else if (strcmp(argv[i], "--inflight") == 0 && i + 1 < argc)
+            inflight = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--rate") == 0 && i + 1 < argc)
+            rate = atof(argv[++i]);
+        else {
+            fprintf(stderr, "usage: storage-bench [--dir DIR] [--sizes 100,1024,65536] "
+                            "[--seconds S] [--inflight N] [--rate R]\n");
+            return 2;
+        }
+    }
+    char tmpl[] = "/tmp/quire-storage-bench-XXXXXX";
+    if (!dir && !(dir = mkdtemp(tmpl))) {
+        perror("mkdtemp");
+        return 1;
+    }
+    log_set_level(LOG_WARN);
+    disk_baseline(dir);
+    struct ev_loop *loop = ev_default_loop(0);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/metadata.db", dir);
+    md_store_t *md = NULL;
+    bookie_t *bk = NULL;
+    ledger_client_t *lc = NULL;
+    int rc = md_store_open_embedded(loop, path, &md);
+    bookie_config_t bc;
+    bookie_config_defaults(&bc);
+    snprintf(path, sizeof path, "%s/bookie", dir);
+    mkdir(path, 0755);
+    bc.data_dir = path;
+    bc.journal_sync = true;
+    if (rc == 0)
+        rc = bookie_open(loop, &bc, &bk);
+    bk_client_t *bkc = rc == 0 ? bk_client_local(bk, "local") : NULL;
+    ledger_client_config_t lcc;
+    ledger_client_config_defaults(&lcc);
+    lcc.pending_adds_max = (uint32_t)(inflight > 100000 ? inflight : 100000);
+    if (rc == 0)
+        rc = ledger_client_new(loop, md, &lcc, &lc);
+    if (rc == 0)
+        rc = ledger_client_add_bookie(lc, bkc);
+    if (rc < 0) {
+        fprintf(stderr, "storage-bench: setup: %s\n", q_strerror(rc));
+        return 1;
+    }
+    int status = 0;
+    for (const char *p = sizes; *p;) {
+        size_t size = strtoul(p, (char **)&p, 10);
+        if (*p == ',')
+            p++;
+        if (size == 0 || size > (5u << 20))
+            continue;
+        if (run_size(loop, lc, size, seconds, inflight, rate) < 0)
+            status = 1;
+    }
+    ledger_client_free(lc);
+    bk_client_free(bkc);
+    bookie_close(bk);
+    md_store_close(md);
+    return status;
+}
