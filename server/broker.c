@@ -1,0 +1,332 @@
+/*
+ * broker.c — the broker object: configuration, the listening socket, the
+ * error table, deferral, and shutdown.
+ *
+ * Shutdown order: stop accepting; close every connection (producers and
+ * consumers detach; unacknowledged messages stay unacknowledged in the
+ * cursors); then close each topic's cursors (persisting their positions) and
+ * managed ledger (sealing the current ledger, so the next start needs no
+ * recovery); then the caller's callback.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "server/broker_int.h"
+
+/* ------------------------------------------------------------- config -- */
+
+typedef struct int_key {
+    const char *key;
+    int64_t def, min, max;
+} int_key_t;
+
+static int get_int(const qconfig_t *q, const int_key_t *k, int64_t *out, char *err, size_t len)
+{
+    int rc = qconfig_get_int(q, k->key, k->def, k->min, k->max, out);
+    if (rc < 0)
+        snprintf(err, len, "%s: expected a whole number in [%lld, %lld], got '%s'", k->key,
+                 (long long)k->min, (long long)k->max, qconfig_get(q, k->key, ""));
+    return rc;
+}
+
+static int get_bool(const qconfig_t *q, const char *key, bool def, bool *out, char *err, size_t len)
+{
+    int rc = qconfig_get_bool(q, key, def, out);
+    if (rc < 0)
+        snprintf(err, len, "%s: expected true or false, got '%s'", key, qconfig_get(q, key, ""));
+    return rc;
+}
+
+static int get_str(const qconfig_t *q, const char *key, const char *def, char *out, size_t cap,
+                   char *err, size_t len)
+{
+    const char *v = qconfig_get(q, key, def);
+    if (!v || !*v)
+        v = def;
+    if (strlen(v) >= cap) {
+        snprintf(err, len, "%s: longer than %zu bytes", key, cap - 1);
+        return QE_INVALID;
+    }
+    snprintf(out, cap, "%s", v);
+    return 0;
+}
+
+int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size_t err_len)
+{
+    memset(cfg, 0, sizeof *cfg);
+    ml_config_defaults(&cfg->ml);
+    int64_t v[16];
+    const int_key_t keys[] = {
+        {"brokerServicePort", 6650, 0, 65535},
+        {"webServicePort", 8080, 0, 65535},
+        {"defaultNumPartitions", 1, 1, 10000},
+        {"maxMessageSize", 5242880, 1024, 100 << 20},
+        {"keepAliveIntervalSeconds", 30, 1, 3600},
+        {"brokerMaxConnections", 0, 0, 1000000},
+        {"maxPendingPublishRequestsBytesPerConnection", 32 << 20, 1 << 20, 1 << 30},
+        {"dispatcherMaxReadBatchSize", 100, 1, 10000},
+        {"managedLedgerDefaultEnsembleSize", 1, 1, 64},
+        {"managedLedgerDefaultWriteQuorum", 1, 1, 64},
+        {"managedLedgerDefaultAckQuorum", 1, 1, 64},
+        {"managedLedgerMaxEntriesPerLedger", 50000, 1, (1 << POS_ENTRY_BITS) - 1},
+        {"managedLedgerMaxSizePerLedgerMbytes", 2048, 1, 1 << 20},
+        {"managedLedgerMaxLedgerRolloverTimeMinutes", 240, 1, 1 << 20},
+    };
+    size_t nkeys = sizeof keys / sizeof keys[0];
+    for (size_t i = 0; i < nkeys; i++)
+        if (get_int(q, &keys[i], &v[i], err, err_len) < 0)
+            return QE_INVALID;
+    cfg->broker_service_port = (int)v[0];
+    cfg->web_service_port = (int)v[1];
+    cfg->default_num_partitions = (int)v[2];
+    cfg->max_message_size = (uint32_t)v[3];
+    cfg->keep_alive_interval_s = (uint32_t)v[4];
+    cfg->max_connections = (uint32_t)v[5];
+    cfg->max_pending_publish_bytes = (uint32_t)v[6];
+    cfg->dispatcher_max_read_batch = (uint32_t)v[7];
+    cfg->ml.quorum = (ledger_quorum_t){(int)v[8], (int)v[9], (int)v[10]};
+    cfg->ml.max_entries_per_ledger = (uint64_t)v[11];
+    cfg->ml.max_ledger_size_bytes = (uint64_t)v[12] << 20;
+    cfg->ml.max_ledger_rollover_time_s = (uint32_t)v[13] * 60;
+    if (!(v[10] <= v[9] && v[9] <= v[8])) {
+        snprintf(err, err_len,
+                 "managedLedgerDefault{AckQuorum <= WriteQuorum <= EnsembleSize} does not hold: "
+                 "%lld, %lld, %lld",
+                 (long long)v[10], (long long)v[9], (long long)v[8]);
+        return QE_INVALID;
+    }
+    if (get_bool(q, "allowAutoTopicCreation", true, &cfg->allow_auto_topic_creation, err, err_len) <
+        0)
+        return QE_INVALID;
+    const char *type = qconfig_get(q, "allowAutoTopicCreationType", "non-partitioned");
+    if (strcmp(type, "partitioned") == 0)
+        cfg->auto_topic_creation_partitioned = true;
+    else if (strcmp(type, "non-partitioned") != 0) {
+        snprintf(err, err_len,
+                 "allowAutoTopicCreationType: expected partitioned or non-partitioned, got '%s'",
+                 type);
+        return QE_INVALID;
+    }
+    if (get_str(q, "bindAddress", "127.0.0.1", cfg->bind_address, sizeof cfg->bind_address, err,
+                err_len) < 0 ||
+        get_str(q, "advertisedAddress", cfg->bind_address, cfg->advertised_address,
+                sizeof cfg->advertised_address, err, err_len) < 0 ||
+        get_str(q, "clusterName", "standalone", cfg->cluster_name, sizeof cfg->cluster_name, err,
+                err_len) < 0)
+        return QE_INVALID;
+    if (strcmp(cfg->advertised_address, "0.0.0.0") == 0)
+        snprintf(cfg->advertised_address, sizeof cfg->advertised_address, "127.0.0.1");
+    return 0;
+}
+
+/* ------------------------------------------------------------ errors -- */
+
+pb_error_t broker_server_error(int rc)
+{
+    switch (rc) {
+    case QE_NOT_FOUND:
+        return PULSAR__PROTO__SERVER_ERROR__TopicNotFound;
+    case QE_INVALID:
+        return PULSAR__PROTO__SERVER_ERROR__InvalidTopicName;
+    case QE_TOO_LARGE:
+        return PULSAR__PROTO__SERVER_ERROR__NotAllowedError;
+    case QE_FENCED:
+        return PULSAR__PROTO__SERVER_ERROR__ProducerFenced;
+    case QE_CORRUPT:
+    case QE_NO_LEDGER:
+    case QE_NO_ENTRY:
+        return PULSAR__PROTO__SERVER_ERROR__PersistenceError;
+    case QE_BAD_VERSION:
+    case QE_EXISTS:
+        return PULSAR__PROTO__SERVER_ERROR__MetadataError;
+    default:
+        /* Transient: clients retry ServiceNotReady. */
+        return PULSAR__PROTO__SERVER_ERROR__ServiceNotReady;
+    }
+}
+
+/* -------------------------------------------------------------- defer -- */
+
+int broker_defer(broker_t *b, void (*fn)(void *), void *arg)
+{
+    return qloop_post(b->mailbox, fn, arg);
+}
+
+/* ------------------------------------------------------------ lifecycle -- */
+
+int broker_new(struct ev_loop *loop, const broker_config_t *cfg, md_store_t *md, ml_factory_t *mlf,
+               broker_t **out)
+{
+    broker_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    b->loop = loop;
+    b->cfg = *cfg;
+    b->md = md;
+    b->mlf = mlf;
+    b->listen_fd = -1;
+    b->topics = qmap_new();
+    b->mailbox = qloop_mailbox_new(loop);
+    if (!b->topics || !b->mailbox) {
+        qmap_free(b->topics);
+        qloop_mailbox_free(b->mailbox);
+        free(b);
+        return -ENOMEM;
+    }
+    *out = b;
+    return 0;
+}
+
+int broker_listen(broker_t *b)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(b->cfg.broker_service_port)};
+    if (inet_pton(AF_INET, b->cfg.bind_address, &sa.sin_addr) != 1) {
+        close(fd);
+        log_error("broker", "bindAddress '%s' is not an IPv4 address", b->cfg.bind_address);
+        return QE_INVALID;
+    }
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 1024) < 0) {
+        int rc = -errno;
+        log_error("broker", "cannot listen on %s:%d: %s", b->cfg.bind_address,
+                  b->cfg.broker_service_port, strerror(errno));
+        close(fd);
+        return rc;
+    }
+    socklen_t len = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    b->cfg.broker_service_port = ntohs(sa.sin_port);
+    b->listen_fd = fd;
+    snprintf(b->service_url, sizeof b->service_url, "pulsar://%s:%d", b->cfg.advertised_address,
+             b->cfg.broker_service_port);
+    ev_io_init(&b->accept_watcher, broker_accept_cb, fd, EV_READ);
+    b->accept_watcher.data = b;
+    ev_io_start(b->loop, &b->accept_watcher);
+    return 0;
+}
+
+int broker_port(const broker_t *b)
+{
+    return b->cfg.broker_service_port;
+}
+
+const broker_config_t *broker_config(const broker_t *b)
+{
+    return &b->cfg;
+}
+
+static void shutdown_step_done(void *arg)
+{
+    broker_t *b = arg;
+    if (--b->shutdown_pending == 0 && b->shutdown_cb)
+        b->shutdown_cb(b->shutdown_arg);
+}
+
+static void shutdown_ml_closed(int rc, void *arg)
+{
+    (void)rc;
+    shutdown_step_done(arg);
+}
+
+typedef struct close_ctx {
+    broker_t *broker;
+    topic_t *topic;
+    int pending;
+} close_ctx_t;
+
+static void cursor_closed(int rc, void *arg)
+{
+    (void)rc;
+    close_ctx_t *cc = arg;
+    if (--cc->pending > 0)
+        return;
+    topic_t *t = cc->topic;
+    broker_t *b = cc->broker;
+    free(cc);
+    if (ml_close(t->ml, shutdown_ml_closed, b) < 0)
+        shutdown_step_done(b);
+}
+
+/* Closes t's cursors, then its managed ledger; one shutdown step. */
+static void shutdown_topic(broker_t *b, topic_t *t)
+{
+    if (t->state != TOPIC_READY || !t->ml)
+        return;
+    t->state = TOPIC_CLOSING;
+    close_ctx_t *cc = calloc(1, sizeof *cc);
+    if (!cc)
+        return;
+    cc->broker = b;
+    cc->topic = t;
+    cc->pending = 1;
+    b->shutdown_pending++;
+    qmap_iter_t it = {0};
+    void *v;
+    while (qmap_next(t->subscriptions, &it, NULL, &v)) {
+        subscription_t *s = v;
+        if (s->cursor && !s->reading) {
+            cc->pending++;
+            if (ml_cursor_close(s->cursor, cursor_closed, cc) < 0)
+                cc->pending--;
+            s->cursor = NULL;
+        }
+    }
+    cursor_closed(0, cc);
+}
+
+void broker_shutdown(broker_t *b, broker_done_cb cb, void *arg)
+{
+    b->shutting_down = true;
+    b->shutdown_cb = cb;
+    b->shutdown_arg = arg;
+    b->shutdown_pending = 1;
+    if (b->listen_fd >= 0) {
+        ev_io_stop(b->loop, &b->accept_watcher);
+        close(b->listen_fd);
+        b->listen_fd = -1;
+    }
+    while (b->conns)
+        conn_close(b->conns, "broker shutting down");
+    qmap_iter_t it = {0};
+    void *v;
+    while (qmap_next(b->topics, &it, NULL, &v))
+        shutdown_topic(b, v);
+    broker_defer(b, shutdown_step_done, b);
+}
+
+void broker_free(broker_t *b)
+{
+    if (!b)
+        return;
+    qmap_iter_t it = {0};
+    void *v;
+    while (qmap_next(b->topics, &it, NULL, &v)) {
+        topic_t *t = v;
+        qmap_iter_t si = {0};
+        void *sv;
+        while (qmap_next(t->subscriptions, &si, NULL, &sv)) {
+            subscription_t *s = sv;
+            s->cursor = NULL; /* closed by shutdown */
+            s->reading = false;
+            subscription_free(s);
+        }
+        qmap_free(t->subscriptions);
+        free(t->name);
+        free(t);
+    }
+    qmap_free(b->topics);
+    qloop_mailbox_free(b->mailbox);
+    free(b);
+}

@@ -1,0 +1,292 @@
+/*
+ * broker_int.h — the broker's private types, shared by the files of server/
+ * and by nothing else.
+ *
+ * Ownership, all on the loop thread:
+ *   broker ─┬─ conns (list)  ── conn ─┬─ producers (by producer_id)
+ *           │                         └─ consumers (by consumer_id)
+ *           └─ topics (by full name) ─┬─ producers (list; a producer is owned by its conn)
+ *                                     └─ subscriptions (by name) ── consumers (array)
+ * A conn is reference counted: asynchronous operations it started (an add, a
+ * topic load) hold a reference, so their completion finds it, closed or not.
+ * A topic lives from its first use until unload/shutdown; it is never freed
+ * while an operation on it is pending (topic->busy counts them).
+ */
+#ifndef QUIRE_SERVER_BROKER_INT_H
+#define QUIRE_SERVER_BROKER_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "PulsarApi.pb-c.h"
+#include "common/buf.h"
+#include "common/exec.h"
+#include "common/hashmap.h"
+#include "server/broker.h"
+#include "server/codec/topic_name.h"
+#include "storage/managed/cursor.h"
+#include "storage/managed/managed_ledger.h"
+
+typedef struct conn conn_t;
+typedef struct topic topic_t;
+typedef struct producer producer_t;
+typedef struct subscription subscription_t;
+typedef struct consumer consumer_t;
+
+typedef Pulsar__Proto__BaseCommand pb_command_t;
+typedef Pulsar__Proto__ServerError pb_error_t;
+
+/* ------------------------------------------------------------------ broker -- */
+
+struct broker {
+    struct ev_loop *loop;
+    broker_config_t cfg;
+    md_store_t *md;
+    ml_factory_t *mlf;
+    int listen_fd;
+    ev_io accept_watcher;
+    conn_t *conns; /* doubly linked */
+    uint32_t conns_count;
+    qmap_t *topics; /* full topic name -> topic_t */
+    uint64_t producer_name_seq;
+    bool shutting_down;
+    broker_done_cb shutdown_cb;
+    void *shutdown_arg;
+    int shutdown_pending;
+    char service_url[256];
+    qloop_mailbox_t *mailbox; /* defers callbacks so none runs inline */
+};
+
+/* Runs fn(arg) on the loop soon (never inline). */
+int broker_defer(broker_t *b, void (*fn)(void *), void *arg);
+
+/* ------------------------------------------------------------ connections -- */
+
+typedef struct wq_item {
+    qbuf_t *buf; /* one reference held */
+    uint32_t off, len;
+} wq_item_t;
+
+enum { CONN_AWAIT_CONNECT = 0, CONN_READY = 1, CONN_CLOSED = 2 };
+
+struct conn {
+    broker_t *broker;
+    conn_t *prev, *next;
+    int fd;
+    int state;
+    int refs;
+    ev_io read_watcher, write_watcher;
+    ev_timer keepalive_timer;
+    bool seen_since_ping; /* any frame received since the last keepalive tick */
+    bool ping_outstanding;
+    bool reads_paused;
+    /* read buffer: bytes [rpos, rlen) not yet decoded */
+    uint8_t *rbuf;
+    size_t rpos, rlen, rcap;
+    /* write queue: ring of items, bytes bounded */
+    wq_item_t *wq;
+    size_t wq_head, wq_count, wq_cap;
+    uint64_t wq_bytes;
+    uint64_t pending_publish_bytes;
+    qmap64_t *producers;
+    qmap64_t *consumers;
+    char peer[64];
+    char client_version[128];
+    int protocol_version;
+    bool is_java_client;
+    bool supports_broker_entry_metadata;
+    int64_t connected_since_ms;
+};
+
+/* Queues bytes for the client; takes the caller's reference to buf. Returns 0,
+ * or QE_CLOSED (buf released) once the connection is closed. */
+int conn_send_buf(conn_t *c, qbuf_t *buf, size_t off, size_t len);
+/* Encodes and queues one command frame. */
+int conn_send_command(conn_t *c, const pb_command_t *cmd);
+void conn_send_error(conn_t *c, uint64_t request_id, pb_error_t err, const char *message);
+void conn_send_success(conn_t *c, uint64_t request_id);
+/* Bytes queued and not yet written: dispatchers stop sending above this. */
+#define CONN_WQ_HIGH_BYTES (8u << 20)
+static inline bool conn_writable(const conn_t *c)
+{
+    return c->state == CONN_READY && c->wq_bytes < CONN_WQ_HIGH_BYTES;
+}
+void conn_ref(conn_t *c);
+void conn_unref(conn_t *c);
+void conn_close(conn_t *c, const char *why);
+void conn_pause_reads(conn_t *c);
+void conn_resume_reads(conn_t *c);
+void broker_accept_cb(struct ev_loop *loop, ev_io *w, int revents);
+
+/* ----------------------------------------------------------------- topics -- */
+
+enum { TOPIC_LOADING = 0, TOPIC_READY = 1, TOPIC_FAILED = 2, TOPIC_CLOSING = 3 };
+
+typedef void (*topic_ready_cb)(int rc, topic_t *t, void *arg);
+
+typedef struct topic_waiter {
+    struct topic_waiter *next;
+    topic_ready_cb cb;
+    void *arg;
+} topic_waiter_t;
+
+struct topic {
+    broker_t *broker;
+    char *name;    /* full: persistent://tenant/ns/local[-partition-N] */
+    int partition; /* -1 unless the topic is a partition */
+    bool persistent;
+    int state;
+    int load_rc;
+    topic_waiter_t *waiters;
+    managed_ledger_t *ml;  /* NULL for non-persistent topics */
+    producer_t *producers; /* doubly linked via producer->topic_prev/next */
+    uint32_t producers_count;
+    qmap_t *subscriptions;   /* name -> subscription_t */
+    int busy;                /* pending operations that reference the topic */
+    uint64_t producer_epoch; /* topic epoch for exclusive access modes */
+    /* counters since load */
+    uint64_t msg_in, bytes_in, msg_out, bytes_out;
+    int64_t last_publish_ms;
+    int64_t non_persistent_seq; /* message ids of non-persistent topics */
+};
+
+/* Canonical full name of a client-given topic name; QE_INVALID if illegal. */
+int broker_topic_canonical(const char *in, char *out, size_t len);
+/* "/topics/<tenant>/<ns>/<domain>/<local>": the registry key of a topic. */
+int topic_registry_path(const topic_name_t *tn, char *out, size_t len);
+
+/* Finds or loads the topic `name` (a full name); cb on the loop, never inline.
+ * create: auto-create when absent (allowAutoTopicCreation and the request). */
+int broker_topic_get(broker_t *b, const char *name, bool create, topic_ready_cb cb, void *arg);
+topic_t *broker_topic_find(broker_t *b, const char *name);
+/* Called by the managed ledger listener: wake tailing subscriptions. */
+void topic_on_entry_added(topic_t *t);
+void topic_remove_producer(topic_t *t, producer_t *p);
+/* Non-persistent topics: hands the entry to each subscription's consumers that
+ * have permits now; dropped for the others (Pulsar's semantics). */
+void topic_publish_non_persistent(topic_t *t, qbuf_t *entry, int32_t num_messages);
+void topic_close_all(topic_t *t, broker_done_cb cb, void *arg);
+
+/* -------------------------------------------------------------- producers -- */
+
+struct producer {
+    conn_t *conn;
+    topic_t *topic;
+    producer_t *topic_prev, *topic_next;
+    uint64_t producer_id;
+    char *name;
+    uint64_t epoch;
+    int access_mode; /* Pulsar__Proto__ProducerAccessMode */
+    bool ready;
+    int64_t last_sequence_id;
+};
+
+void producer_handle_create(conn_t *c, const Pulsar__Proto__CommandProducer *cmd);
+void producer_handle_send(conn_t *c, const Pulsar__Proto__CommandSend *cmd, const uint8_t *stored,
+                          size_t stored_len, bool checksum_ok);
+void producer_handle_close(conn_t *c, const Pulsar__Proto__CommandCloseProducer *cmd);
+/* Detaches the producer from its topic and frees it (conn close, unload). */
+void producer_destroy(producer_t *p);
+
+/* ---------------------------------------------------- subscriptions/consumers -- */
+
+typedef struct pending_ack {
+    ml_pos_t pos;
+    int32_t batch_size;
+} pending_ack_t;
+
+struct consumer {
+    conn_t *conn;
+    subscription_t *sub;
+    uint64_t consumer_id;
+    char *name;
+    int priority;
+    int64_t permits; /* may go negative: whole entries are sent */
+    bool closed;
+    qmap64_t *unacked; /* packed position -> batch size, for redelivery on close */
+    uint64_t unacked_messages;
+    /* Key_Shared STICKY ranges, inclusive, in 0..65535 */
+    int32_t (*ranges)[2];
+    size_t ranges_count;
+    uint64_t msg_out, bytes_out;
+    int64_t connected_since_ms;
+    /* Key_Shared: a consumer that joined while others held unacknowledged
+     * entries gets nothing at or after join_limit until the mark-delete
+     * position passes it (per-key order across joins). */
+    ml_pos_t join_limit;
+    bool has_join_limit;
+};
+
+struct subscription {
+    topic_t *topic;
+    char *name;
+    int type; /* Pulsar__Proto__CommandSubscribe__SubType */
+    bool durable;
+    ml_cursor_t *cursor; /* NULL for non-persistent topics */
+    consumer_t **consumers;
+    size_t consumers_count, consumers_cap;
+    size_t rr_next;      /* Shared round robin index */
+    bool reading;        /* a cursor read is in flight */
+    bool opening;        /* the cursor is being opened */
+    int key_shared_mode; /* Pulsar__Proto__KeySharedMode */
+    /* positions to send again (redelivered, or held back by Key_Shared) */
+    ml_pos_t *replay;
+    size_t replay_count, replay_cap;
+    qmap64_t *redelivery_counts;   /* packed position -> count */
+    qmap64_t *replay_hashes;       /* Key_Shared: sticky-key hash -> entries held in replay */
+    struct subscribe_ctx *waiting; /* SUBSCRIBEs waiting for the cursor to open */
+    uint64_t msg_out, bytes_out;
+    bool replay_stalled; /* the replay set's head cannot go now; read new entries */
+    bool closing;        /* freed when the read in flight completes */
+};
+
+/* Packs a position into 64 bits for the broker's in-memory maps: ledger ids
+ * below 2^40 and entry ids below 2^24 (broker_config_load caps
+ * managedLedgerMaxEntriesPerLedger below that). Never stored. */
+#define POS_ENTRY_BITS 24
+static inline uint64_t pos_pack(ml_pos_t p)
+{
+    return ((uint64_t)p.ledger_id << POS_ENTRY_BITS) | (uint64_t)p.entry_id;
+}
+static inline ml_pos_t pos_unpack(uint64_t k)
+{
+    return (ml_pos_t){(int64_t)(k >> POS_ENTRY_BITS), (int64_t)(k & ((1u << POS_ENTRY_BITS) - 1))};
+}
+
+void consumer_handle_subscribe(conn_t *c, const Pulsar__Proto__CommandSubscribe *cmd);
+void consumer_handle_flow(conn_t *c, const Pulsar__Proto__CommandFlow *cmd);
+void consumer_handle_ack(conn_t *c, const Pulsar__Proto__CommandAck *cmd);
+void consumer_handle_redeliver(conn_t *c,
+                               const Pulsar__Proto__CommandRedeliverUnacknowledgedMessages *cmd);
+void consumer_handle_unsubscribe(conn_t *c, const Pulsar__Proto__CommandUnsubscribe *cmd);
+void consumer_handle_close(conn_t *c, const Pulsar__Proto__CommandCloseConsumer *cmd);
+void consumer_handle_seek(conn_t *c, const Pulsar__Proto__CommandSeek *cmd);
+void consumer_handle_get_last_message_id(conn_t *c,
+                                         const Pulsar__Proto__CommandGetLastMessageId *cmd);
+void consumer_destroy(consumer_t *cons, bool redeliver);
+
+/* Dispatcher: sends what the subscription's consumers have permits for. */
+void subscription_dispatch(subscription_t *s);
+/* Closes the cursor (if any) and frees; consumers must be gone. */
+void subscription_free(subscription_t *s);
+consumer_t *subscription_active_consumer(subscription_t *s);
+/* The replay set: sorted positions to send again before new entries. */
+void subscription_replay_add(subscription_t *s, ml_pos_t pos);
+void subscription_replay_remove(subscription_t *s, ml_pos_t pos);
+/* Drops replay entries the cursor has acknowledged meanwhile. */
+void subscription_replay_trim(subscription_t *s);
+void subscription_replay_clear(subscription_t *s);
+
+/* ------------------------------------------------------------------ lookup -- */
+
+void lookup_handle_lookup(conn_t *c, const Pulsar__Proto__CommandLookupTopic *cmd);
+void lookup_handle_partitioned_metadata(conn_t *c,
+                                        const Pulsar__Proto__CommandPartitionedTopicMetadata *cmd);
+void lookup_handle_topics_of_namespace(conn_t *c,
+                                       const Pulsar__Proto__CommandGetTopicsOfNamespace *cmd);
+
+/* Maps a Quire error code to the Pulsar ServerError clients react to. */
+pb_error_t broker_server_error(int rc);
+
+#endif

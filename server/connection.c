@@ -1,0 +1,610 @@
+/*
+ * connection.c — one client connection: socket I/O, frame decoding, the
+ * handshake, keepalive and the dispatch of commands to their handlers.
+ *
+ * State machine:
+ *   AWAIT_CONNECT --CONNECT--> READY --(error, EOF, idle, shutdown)--> CLOSED
+ * Before CONNECT only CONNECT is accepted; anything else closes the
+ * connection. The first frame the broker sends is CONNECTED.
+ *
+ * Reading: bytes accumulate in rbuf; complete frames are decoded in place
+ * (a SEND's payload is a slice of rbuf until the producer copies it into the
+ * entry buffer); a frame larger than maxMessageSize + 10 KiB, or malformed,
+ * closes the connection without allocating for it.
+ *
+ * Writing: frames are queued as qbuf slices and written with writev; the
+ * queue's bytes are bounded for dispatch (conn_writable) — a consumer whose
+ * client does not read stops receiving — and hard-bounded overall: a client
+ * that lets CONN_WQ_MAX_BYTES pile up is disconnected.
+ *
+ * Keepalive: every keepAliveIntervalSeconds the broker sends PING if nothing
+ * arrived since the last tick; a connection silent for two ticks, or that has
+ * not completed the handshake by the first tick, is closed.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "server/broker_int.h"
+#include "server/codec/frame.h"
+
+#define CONN_WQ_MAX_BYTES (256u << 20)
+#define CONN_RBUF_INITIAL (64u << 10)
+#define PROTOCOL_VERSION_MAX 21
+
+static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents);
+static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents);
+static void conn_keepalive_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+/* ------------------------------------------------------------- lifecycle -- */
+
+static conn_t *conn_new(broker_t *b, int fd, const struct sockaddr_in *peer)
+{
+    conn_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->broker = b;
+    c->fd = fd;
+    c->refs = 1;
+    c->state = CONN_AWAIT_CONNECT;
+    c->producers = qmap64_new();
+    c->consumers = qmap64_new();
+    c->rcap = CONN_RBUF_INITIAL;
+    c->rbuf = malloc(c->rcap);
+    if (!c->producers || !c->consumers || !c->rbuf) {
+        qmap64_free(c->producers);
+        qmap64_free(c->consumers);
+        free(c->rbuf);
+        free(c);
+        return NULL;
+    }
+    char ip[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &peer->sin_addr, ip, sizeof ip);
+    snprintf(c->peer, sizeof c->peer, "%s:%d", ip, ntohs(peer->sin_port));
+    c->connected_since_ms = clock_wall_ms();
+    ev_io_init(&c->read_watcher, conn_read_cb, fd, EV_READ);
+    ev_io_init(&c->write_watcher, conn_write_cb, fd, EV_WRITE);
+    c->read_watcher.data = c->write_watcher.data = c;
+    double ka = b->cfg.keep_alive_interval_s;
+    ev_timer_init(&c->keepalive_timer, conn_keepalive_cb, ka, ka);
+    c->keepalive_timer.data = c;
+    return c;
+}
+
+void conn_ref(conn_t *c)
+{
+    c->refs++;
+}
+
+void conn_unref(conn_t *c)
+{
+    assert(c->refs > 0);
+    if (--c->refs > 0)
+        return;
+    assert(c->state == CONN_CLOSED);
+    for (size_t i = 0; i < c->wq_count; i++)
+        qbuf_unref(c->wq[(c->wq_head + i) % c->wq_cap].buf);
+    free(c->wq);
+    free(c->rbuf);
+    qmap64_free(c->producers);
+    qmap64_free(c->consumers);
+    free(c);
+}
+
+void conn_close(conn_t *c, const char *why)
+{
+    if (c->state == CONN_CLOSED)
+        return;
+    broker_t *b = c->broker;
+    log_info("conn", "%s: closing: %s", c->peer, why);
+    c->state = CONN_CLOSED;
+    ev_io_stop(b->loop, &c->read_watcher);
+    ev_io_stop(b->loop, &c->write_watcher);
+    ev_timer_stop(b->loop, &c->keepalive_timer);
+    close(c->fd);
+    c->fd = -1;
+
+    /* Producers and consumers go first: their topics must not send here. */
+    qmap_iter_t it = {0};
+    void *v;
+    while (qmap64_next(c->producers, &it, NULL, &v))
+        producer_destroy(v);
+    it = (qmap_iter_t){0};
+    while (qmap64_next(c->consumers, &it, NULL, &v))
+        consumer_destroy(v, true);
+
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        b->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    b->conns_count--;
+    conn_unref(c);
+}
+
+/* ---------------------------------------------------------------- accept -- */
+
+void broker_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    broker_t *b = w->data;
+    for (int i = 0; i < 64; i++) {
+        struct sockaddr_in peer;
+        socklen_t len = sizeof peer;
+        int fd =
+            accept4(b->listen_fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EINTR)
+                log_warn("broker", "accept: %s", strerror(errno));
+            return;
+        }
+        uint32_t max = b->cfg.max_connections ? b->cfg.max_connections : 10000;
+        if (b->shutting_down || b->conns_count >= max) {
+            log_warn("broker", "refusing a connection: %s",
+                     b->shutting_down ? "shutting down" : "brokerMaxConnections reached");
+            close(fd);
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        conn_t *c = conn_new(b, fd, &peer);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->next = b->conns;
+        if (b->conns)
+            b->conns->prev = c;
+        b->conns = c;
+        b->conns_count++;
+        ev_io_start(b->loop, &c->read_watcher);
+        ev_timer_start(b->loop, &c->keepalive_timer);
+        log_debug("conn", "%s: accepted", c->peer);
+    }
+}
+
+/* --------------------------------------------------------------- writing -- */
+
+static int wq_push(conn_t *c, qbuf_t *buf, size_t off, size_t len)
+{
+    if (c->wq_count == c->wq_cap) {
+        size_t ncap = c->wq_cap ? c->wq_cap * 2 : 64;
+        wq_item_t *nq = malloc(ncap * sizeof *nq);
+        if (!nq)
+            return -ENOMEM;
+        for (size_t i = 0; i < c->wq_count; i++)
+            nq[i] = c->wq[(c->wq_head + i) % c->wq_cap];
+        free(c->wq);
+        c->wq = nq;
+        c->wq_cap = ncap;
+        c->wq_head = 0;
+    }
+    c->wq[(c->wq_head + c->wq_count) % c->wq_cap] = (wq_item_t){buf, (uint32_t)off, (uint32_t)len};
+    c->wq_count++;
+    c->wq_bytes += len;
+    return 0;
+}
+
+/* Writes as much as the socket takes. Returns 0, or a negative errno on a
+ * broken connection. */
+static int conn_flush(conn_t *c)
+{
+    while (c->wq_count > 0) {
+        struct iovec iov[64];
+        int n = 0;
+        for (size_t i = 0; i < c->wq_count && n < 64; i++, n++) {
+            wq_item_t *it = &c->wq[(c->wq_head + i) % c->wq_cap];
+            iov[n].iov_base = it->buf->data + it->off;
+            iov[n].iov_len = it->len;
+        }
+        ssize_t w = writev(c->fd, iov, n);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                break;
+            return -errno;
+        }
+        c->wq_bytes -= (uint64_t)w;
+        while (w > 0) {
+            wq_item_t *it = &c->wq[c->wq_head];
+            if ((size_t)w >= it->len) {
+                w -= it->len;
+                qbuf_unref(it->buf);
+                c->wq_head = (c->wq_head + 1) % c->wq_cap;
+                c->wq_count--;
+            } else {
+                it->off += (uint32_t)w;
+                it->len -= (uint32_t)w;
+                w = 0;
+            }
+        }
+    }
+    if (c->wq_count > 0)
+        ev_io_start(c->broker->loop, &c->write_watcher);
+    else
+        ev_io_stop(c->broker->loop, &c->write_watcher);
+    return 0;
+}
+
+static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    conn_t *c = w->data;
+    bool was_full = !conn_writable(c);
+    int rc = conn_flush(c);
+    if (rc < 0) {
+        conn_close(c, strerror(-rc));
+        return;
+    }
+    if (was_full && conn_writable(c)) {
+        /* Consumers of this connection may send again. */
+        qmap_iter_t it = {0};
+        void *v;
+        conn_ref(c);
+        while (c->state == CONN_READY && qmap64_next(c->consumers, &it, NULL, &v))
+            subscription_dispatch(((consumer_t *)v)->sub);
+        conn_unref(c);
+    }
+}
+
+int conn_send_buf(conn_t *c, qbuf_t *buf, size_t off, size_t len)
+{
+    if (c->state == CONN_CLOSED) {
+        qbuf_unref(buf);
+        return QE_CLOSED;
+    }
+    if (c->wq_bytes + len > CONN_WQ_MAX_BYTES) {
+        qbuf_unref(buf);
+        conn_close(c, "client does not read: write queue limit reached");
+        return QE_CLOSED;
+    }
+    if (wq_push(c, buf, off, len) < 0) {
+        qbuf_unref(buf);
+        conn_close(c, "out of memory for the write queue");
+        return QE_CLOSED;
+    }
+    /* Write at once when nothing is pending: most frames leave here. */
+    if (c->wq_count == 1 || c->wq_bytes >= (64u << 10)) {
+        int rc = conn_flush(c);
+        if (rc < 0) {
+            conn_close(c, strerror(-rc));
+            return QE_CLOSED;
+        }
+    } else {
+        ev_io_start(c->broker->loop, &c->write_watcher);
+    }
+    return 0;
+}
+
+int conn_send_command(conn_t *c, const pb_command_t *cmd)
+{
+    qbuf_t *buf = NULL;
+    int rc = frame_encode_command(cmd, &buf);
+    if (rc < 0) {
+        log_error("conn", "%s: cannot encode command %d: %s", c->peer, (int)cmd->type,
+                  q_strerror(rc));
+        return rc;
+    }
+    return conn_send_buf(c, buf, 0, buf->len);
+}
+
+void conn_send_error(conn_t *c, uint64_t request_id, pb_error_t err, const char *message)
+{
+    Pulsar__Proto__CommandError e = PULSAR__PROTO__COMMAND_ERROR__INIT;
+    e.request_id = request_id;
+    e.error = err;
+    e.message = (char *)message;
+    pb_command_t cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__ERROR;
+    cmd.error = &e;
+    conn_send_command(c, &cmd);
+}
+
+void conn_send_success(conn_t *c, uint64_t request_id)
+{
+    Pulsar__Proto__CommandSuccess s = PULSAR__PROTO__COMMAND_SUCCESS__INIT;
+    s.request_id = request_id;
+    pb_command_t cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__SUCCESS;
+    cmd.success = &s;
+    conn_send_command(c, &cmd);
+}
+
+void conn_pause_reads(conn_t *c)
+{
+    if (!c->reads_paused && c->state != CONN_CLOSED) {
+        c->reads_paused = true;
+        ev_io_stop(c->broker->loop, &c->read_watcher);
+    }
+}
+
+void conn_resume_reads(conn_t *c)
+{
+    if (c->reads_paused && c->state != CONN_CLOSED) {
+        c->reads_paused = false;
+        ev_io_start(c->broker->loop, &c->read_watcher);
+        /* Frames may already wait in rbuf. */
+        ev_feed_event(c->broker->loop, &c->read_watcher, EV_READ);
+    }
+}
+
+/* ------------------------------------------------------------- handshake -- */
+
+static void handle_connect(conn_t *c, const Pulsar__Proto__CommandConnect *cmd)
+{
+    if (c->state != CONN_AWAIT_CONNECT) {
+        conn_close(c, "CONNECT received twice");
+        return;
+    }
+    snprintf(c->client_version, sizeof c->client_version, "%s",
+             cmd->client_version ? cmd->client_version : "");
+    int pv = cmd->has_protocol_version ? cmd->protocol_version : 0;
+    c->protocol_version = pv < PROTOCOL_VERSION_MAX ? pv : PROTOCOL_VERSION_MAX;
+    /* Java clients send a bare version ("3.3.0"); the others name themselves. */
+    c->is_java_client = strncmp(c->client_version, "Pulsar-CPP", 10) != 0 &&
+                        strncmp(c->client_version, "Pulsar-Go", 9) != 0 &&
+                        strncmp(c->client_version, "Pulsar Go", 9) != 0 &&
+                        strncmp(c->client_version, "Pulsar-Python", 13) != 0;
+    c->supports_broker_entry_metadata = cmd->feature_flags &&
+                                        cmd->feature_flags->has_supports_broker_entry_metadata &&
+                                        cmd->feature_flags->supports_broker_entry_metadata;
+
+    Pulsar__Proto__FeatureFlags ff = PULSAR__PROTO__FEATURE_FLAGS__INIT;
+    Pulsar__Proto__CommandConnected ok = PULSAR__PROTO__COMMAND_CONNECTED__INIT;
+    ok.server_version = "Quire-" QUIRE_VERSION;
+    ok.has_protocol_version = true;
+    ok.protocol_version = c->protocol_version;
+    ok.has_max_message_size = true;
+    ok.max_message_size = (int32_t)c->broker->cfg.max_message_size;
+    ok.feature_flags = &ff; /* nothing advertised that is not implemented */
+    pb_command_t out = PULSAR__PROTO__BASE_COMMAND__INIT;
+    out.type = PULSAR__PROTO__BASE_COMMAND__TYPE__CONNECTED;
+    out.connected = &ok;
+    c->state = CONN_READY;
+    conn_send_command(c, &out);
+    log_info("conn", "%s: connected, client %s, protocol %d", c->peer, c->client_version,
+             c->protocol_version);
+}
+
+static void send_simple(conn_t *c, Pulsar__Proto__BaseCommand__Type type)
+{
+    pb_command_t out = PULSAR__PROTO__BASE_COMMAND__INIT;
+    Pulsar__Proto__CommandPing ping = PULSAR__PROTO__COMMAND_PING__INIT;
+    Pulsar__Proto__CommandPong pong = PULSAR__PROTO__COMMAND_PONG__INIT;
+    out.type = type;
+    if (type == PULSAR__PROTO__BASE_COMMAND__TYPE__PING)
+        out.ping = &ping;
+    else
+        out.pong = &pong;
+    conn_send_command(c, &out);
+}
+
+static void conn_keepalive_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    conn_t *c = w->data;
+    if (c->state == CONN_AWAIT_CONNECT) {
+        conn_close(c, "handshake not completed in time");
+        return;
+    }
+    if (c->seen_since_ping) {
+        c->seen_since_ping = false;
+        c->ping_outstanding = false;
+        return;
+    }
+    if (c->ping_outstanding) {
+        conn_close(c, "keepalive: no answer to PING");
+        return;
+    }
+    c->ping_outstanding = true;
+    send_simple(c, PULSAR__PROTO__BASE_COMMAND__TYPE__PING);
+}
+
+/* -------------------------------------------------------------- dispatch -- */
+
+static void handle_command(conn_t *c, const frame_t *f)
+{
+    const pb_command_t *cmd = f->cmd;
+    if (c->state == CONN_AWAIT_CONNECT) {
+        if (cmd->type == PULSAR__PROTO__BASE_COMMAND__TYPE__CONNECT && cmd->connect)
+            handle_connect(c, cmd->connect);
+        else
+            conn_close(c, "first command is not CONNECT");
+        return;
+    }
+#define NEED(field)                                                                                \
+    do {                                                                                           \
+        if (!cmd->field) {                                                                         \
+            conn_close(c, "command without its body: " #field);                                    \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+    switch (cmd->type) {
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__PING:
+        send_simple(c, PULSAR__PROTO__BASE_COMMAND__TYPE__PONG);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__PONG:
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__LOOKUP:
+        NEED(lookuptopic);
+        lookup_handle_lookup(c, cmd->lookuptopic);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__PARTITIONED_METADATA:
+        NEED(partitionmetadata);
+        lookup_handle_partitioned_metadata(c, cmd->partitionmetadata);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__GET_TOPICS_OF_NAMESPACE:
+        NEED(gettopicsofnamespace);
+        lookup_handle_topics_of_namespace(c, cmd->gettopicsofnamespace);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__PRODUCER:
+        NEED(producer);
+        producer_handle_create(c, cmd->producer);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__SEND:
+        NEED(send);
+        producer_handle_send(c, cmd->send, f->payload, f->payload_len,
+                             !f->has_checksum || f->checksum_ok);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__CLOSE_PRODUCER:
+        NEED(close_producer);
+        producer_handle_close(c, cmd->close_producer);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__SUBSCRIBE:
+        NEED(subscribe);
+        consumer_handle_subscribe(c, cmd->subscribe);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__FLOW:
+        NEED(flow);
+        consumer_handle_flow(c, cmd->flow);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__ACK:
+        NEED(ack);
+        consumer_handle_ack(c, cmd->ack);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__REDELIVER_UNACKNOWLEDGED_MESSAGES:
+        NEED(redeliverunacknowledgedmessages);
+        consumer_handle_redeliver(c, cmd->redeliverunacknowledgedmessages);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__UNSUBSCRIBE:
+        NEED(unsubscribe);
+        consumer_handle_unsubscribe(c, cmd->unsubscribe);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__CLOSE_CONSUMER:
+        NEED(close_consumer);
+        consumer_handle_close(c, cmd->close_consumer);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__SEEK:
+        NEED(seek);
+        consumer_handle_seek(c, cmd->seek);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__GET_LAST_MESSAGE_ID:
+        NEED(getlastmessageid);
+        consumer_handle_get_last_message_id(c, cmd->getlastmessageid);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__CONNECT:
+        conn_close(c, "CONNECT received twice");
+        break;
+    default:
+        /* Requests we do not serve get an error when they carry a request id. */
+        log_warn("conn", "%s: unsupported command type %d", c->peer, (int)cmd->type);
+        conn_close(c, "unsupported command");
+        break;
+    }
+#undef NEED
+}
+
+/* --------------------------------------------------------------- reading -- */
+
+static size_t max_frame_bytes(const conn_t *c)
+{
+    return (size_t)c->broker->cfg.max_message_size + 10240;
+}
+
+/* Decodes and handles every complete frame in rbuf. */
+static void conn_process(conn_t *c)
+{
+    while (c->state != CONN_CLOSED && !c->reads_paused && c->rpos < c->rlen) {
+        frame_t f;
+        size_t used = 0;
+        int rc = frame_decode(c->rbuf + c->rpos, c->rlen - c->rpos, max_frame_bytes(c), &f, &used);
+        if (rc == QE_AGAIN)
+            break;
+        if (rc < 0) {
+            char why[96];
+            snprintf(why, sizeof why, "bad frame: %s", q_strerror(rc));
+            conn_close(c, why);
+            return;
+        }
+        c->seen_since_ping = true;
+        handle_command(c, &f);
+        frame_free(&f);
+        c->rpos += used;
+    }
+    if (c->rpos == c->rlen)
+        c->rpos = c->rlen = 0;
+}
+
+/* Makes room for at least `want` more bytes: compacts, then grows up to the
+ * frame limit. */
+static int rbuf_reserve(conn_t *c, size_t want)
+{
+    if (c->rpos > 0 && c->rcap - c->rlen < want) {
+        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
+    }
+    if (c->rcap - c->rlen >= want)
+        return 0;
+    size_t limit = max_frame_bytes(c) + 64;
+    size_t ncap = c->rcap;
+    while (ncap - c->rlen < want && ncap < limit)
+        ncap *= 2;
+    if (ncap > limit)
+        ncap = limit;
+    if (ncap == c->rcap)
+        return QE_TOO_LARGE;
+    uint8_t *nb = realloc(c->rbuf, ncap);
+    if (!nb)
+        return -ENOMEM;
+    c->rbuf = nb;
+    c->rcap = ncap;
+    return 0;
+}
+
+static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    conn_t *c = w->data;
+    conn_ref(c);
+    for (int rounds = 0; rounds < 16 && c->state != CONN_CLOSED && !c->reads_paused; rounds++) {
+        /* The frame being received needs its whole length in the buffer. */
+        size_t want = 16384;
+        if (c->rlen - c->rpos >= 4) {
+            uint8_t *p = c->rbuf + c->rpos;
+            size_t total = ((size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]) + 4;
+            if (total > max_frame_bytes(c)) {
+                conn_close(c, "frame larger than the maximum");
+                break;
+            }
+            if (total > c->rlen - c->rpos && total - (c->rlen - c->rpos) > want)
+                want = total - (c->rlen - c->rpos);
+        }
+        if (rbuf_reserve(c, want) < 0) {
+            conn_close(c, "read buffer limit");
+            break;
+        }
+        ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+        if (n == 0) {
+            conn_close(c, "closed by the client");
+            break;
+        }
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EINTR)
+                conn_close(c, strerror(errno));
+            if (errno == EAGAIN)
+                conn_process(c);
+            break;
+        }
+        c->rlen += (size_t)n;
+        conn_process(c);
+        if ((size_t)n < c->rcap - (c->rlen - (size_t)n) && c->rlen == 0)
+            break;
+    }
+    conn_unref(c);
+}

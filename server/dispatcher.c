@@ -1,0 +1,492 @@
+/*
+ * dispatcher.c — what a subscription sends to its consumers, and when.
+ *
+ * subscription_dispatch() is called whenever sending may have become possible:
+ * permits granted (FLOW), an entry added to the topic, an acknowledgement, a
+ * consumer joining or leaving, a connection's write queue draining. It starts
+ * at most one read at a time (s->reading):
+ *   1. the replay set first (entries redelivered, or held back), sorted by
+ *      position, read in runs of consecutive entries;
+ *   2. then new entries from the cursor's read position.
+ * Each entry read goes to one consumer chosen by the subscription type:
+ *   Exclusive/Failover  the active consumer;
+ *   Shared              round robin among consumers with permits;
+ *   Key_Shared          by the hash of the entry's sticky key: STICKY by the
+ *                       consumers' declared ranges, AUTO_SPLIT by a consistent
+ *                       hash ring of the consumers' names.
+ * An entry that its consumer cannot take now (no permits, a slow connection,
+ * a Key_Shared hold) goes to the replay set; in Key_Shared, a later entry with
+ * the same key hash follows it there, so each key stays in order.
+ *
+ * Permits count messages: an entry of a batch of n costs n, and may take a
+ * consumer's permits below zero (whole entries are sent), as Pulsar does.
+ * The replay set is bounded (REPLAY_MAX); new entries are not read while it
+ * is full.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <errno.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "common/murmur3.h"
+#include "server/broker_int.h"
+#include "server/codec/commands.h"
+#include "server/codec/frame.h"
+
+#define REPLAY_MAX 100000
+#define READ_BYTES_MAX (5u << 20)
+#define KEY_HASH_RANGE 65536
+#define RING_POINTS_PER_CONSUMER 100
+
+static void dispatch_continue(subscription_t *s);
+
+/* ------------------------------------------------------------ replay set -- */
+
+static size_t replay_find(const subscription_t *s, ml_pos_t pos, bool *found)
+{
+    size_t lo = 0, hi = s->replay_count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = ml_pos_cmp(s->replay[mid], pos);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+void subscription_replay_add(subscription_t *s, ml_pos_t pos)
+{
+    bool found;
+    size_t i = replay_find(s, pos, &found);
+    if (found)
+        return;
+    if (s->replay_count == s->replay_cap) {
+        size_t ncap = s->replay_cap ? s->replay_cap * 2 : 64;
+        ml_pos_t *n = realloc(s->replay, ncap * sizeof *n);
+        if (!n) {
+            log_error("dispatch", "%s / %s: out of memory for redelivery; rewinding",
+                      s->topic->name, s->name);
+            ml_cursor_rewind(s->cursor);
+            return;
+        }
+        s->replay = n;
+        s->replay_cap = ncap;
+    }
+    memmove(&s->replay[i + 1], &s->replay[i], (s->replay_count - i) * sizeof *s->replay);
+    s->replay[i] = pos;
+    s->replay_count++;
+}
+
+void subscription_replay_remove(subscription_t *s, ml_pos_t pos)
+{
+    bool found;
+    size_t i = replay_find(s, pos, &found);
+    if (!found)
+        return;
+    memmove(&s->replay[i], &s->replay[i + 1], (s->replay_count - i - 1) * sizeof *s->replay);
+    s->replay_count--;
+}
+
+void subscription_replay_trim(subscription_t *s)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < s->replay_count; r++)
+        if (!s->cursor || !ml_cursor_is_acked(s->cursor, s->replay[r]))
+            s->replay[w++] = s->replay[r];
+    s->replay_count = w;
+}
+
+void subscription_replay_clear(subscription_t *s)
+{
+    s->replay_count = 0;
+    qmap64_free(s->replay_hashes);
+    s->replay_hashes = qmap64_new();
+}
+
+static void replay_hash_count(subscription_t *s, uint32_t hash, int delta)
+{
+    uintptr_t n = (uintptr_t)qmap64_get(s->replay_hashes, hash);
+    n = delta > 0 ? n + 1 : (n > 0 ? n - 1 : 0);
+    if (n)
+        qmap64_put(s->replay_hashes, hash, (void *)n);
+    else
+        qmap64_remove(s->replay_hashes, hash);
+}
+
+/* -------------------------------------------------------- entry metadata -- */
+
+typedef struct entry_info {
+    int32_t num_messages;
+    uint32_t key_hash; /* 0..65535 */
+    int64_t publish_time;
+} entry_info_t;
+
+static int b64_value(int ch)
+{
+    if (ch >= 'A' && ch <= 'Z')
+        return ch - 'A';
+    if (ch >= 'a' && ch <= 'z')
+        return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9')
+        return ch - '0' + 52;
+    if (ch == '+' || ch == '-')
+        return 62;
+    if (ch == '/' || ch == '_')
+        return 63;
+    return -1;
+}
+
+/* Decodes base64 (standard or URL alphabet, padding optional) into out. */
+static size_t b64_decode(const char *in, uint8_t *out, size_t cap)
+{
+    size_t n = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (; *in && *in != '='; in++) {
+        int v = b64_value((unsigned char)*in);
+        if (v < 0)
+            continue;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (n < cap)
+                out[n++] = (uint8_t)(acc >> bits);
+        }
+    }
+    return n;
+}
+
+/* Pulsar's sticky key: ordering_key, else partition_key (base64-decoded when
+ * flagged), else "NONE_KEY"; hashed with Murmur3 x86_32, & INT32_MAX, % 65536. */
+static uint32_t sticky_key_hash(const Pulsar__Proto__MessageMetadata *md)
+{
+    const uint8_t *key = (const uint8_t *)"NONE_KEY";
+    size_t len = 8;
+    uint8_t decoded[1024];
+    if (md->has_ordering_key && md->ordering_key.len > 0) {
+        key = md->ordering_key.data;
+        len = md->ordering_key.len;
+    } else if (md->partition_key) {
+        if (md->has_partition_key_b64_encoded && md->partition_key_b64_encoded) {
+            len = b64_decode(md->partition_key, decoded, sizeof decoded);
+            key = decoded;
+        } else {
+            key = (const uint8_t *)md->partition_key;
+            len = strlen(md->partition_key);
+        }
+    }
+    uint32_t h = murmur3_x86_32(key, len, 0) & 0x7fffffffu;
+    return h % KEY_HASH_RANGE;
+}
+
+static void entry_info_read(const ml_entry_t *e, entry_info_t *info)
+{
+    Pulsar__Proto__MessageMetadata *md = NULL;
+    size_t off;
+    info->num_messages = 1;
+    info->key_hash = 0;
+    info->publish_time = 0;
+    if (frame_parse_metadata(e->data->data, e->data->len, &md, &off) < 0) {
+        log_warn("dispatch", "entry %lld:%lld has unreadable metadata", (long long)e->pos.ledger_id,
+                 (long long)e->pos.entry_id);
+        return;
+    }
+    if (md->has_num_messages_in_batch && md->num_messages_in_batch > 0)
+        info->num_messages = md->num_messages_in_batch;
+    info->key_hash = sticky_key_hash(md);
+    info->publish_time = (int64_t)md->publish_time;
+    frame_metadata_free(md);
+}
+
+/* ------------------------------------------------------ consumer selection -- */
+
+static bool consumer_can_take(const consumer_t *cons)
+{
+    return cons->permits > 0 && conn_writable(cons->conn);
+}
+
+static bool in_ranges(const consumer_t *cons, uint32_t hash)
+{
+    for (size_t i = 0; i < cons->ranges_count; i++)
+        if ((int32_t)hash >= cons->ranges[i][0] && (int32_t)hash <= cons->ranges[i][1])
+            return true;
+    return false;
+}
+
+/* AUTO_SPLIT: the consumer owning the first ring point at or after hash. The
+ * ring has RING_POINTS_PER_CONSUMER points per consumer, at the hashes of
+ * "<name><i>", so a consumer joining or leaving moves only its share of keys. */
+static consumer_t *ring_owner(subscription_t *s, uint32_t hash)
+{
+    consumer_t *best = NULL, *first = NULL;
+    uint32_t best_point = UINT32_MAX, first_point = UINT32_MAX;
+    for (size_t i = 0; i < s->consumers_count; i++) {
+        consumer_t *cons = s->consumers[i];
+        char buf[600];
+        for (int k = 0; k < RING_POINTS_PER_CONSUMER; k++) {
+            int n = snprintf(buf, sizeof buf, "%s%llu%d", cons->name,
+                             (unsigned long long)cons->consumer_id, k);
+            uint32_t point = (murmur3_x86_32(buf, (size_t)n, 0) & 0x7fffffffu) % KEY_HASH_RANGE;
+            if (point >= hash && point < best_point) {
+                best_point = point;
+                best = cons;
+            }
+            if (point < first_point) {
+                first_point = point;
+                first = cons;
+            }
+        }
+    }
+    return best ? best : first;
+}
+
+static consumer_t *key_shared_owner(subscription_t *s, uint32_t hash)
+{
+    if (s->key_shared_mode == PULSAR__PROTO__KEY_SHARED_MODE__STICKY) {
+        for (size_t i = 0; i < s->consumers_count; i++)
+            if (in_ranges(s->consumers[i], hash))
+                return s->consumers[i];
+        return NULL; /* keys no consumer declared wait */
+    }
+    return ring_owner(s, hash);
+}
+
+static consumer_t *choose_consumer(subscription_t *s, const entry_info_t *info, ml_pos_t pos)
+{
+    switch (s->type) {
+    case PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Shared:
+        for (size_t k = 0; k < s->consumers_count; k++) {
+            consumer_t *cons = s->consumers[(s->rr_next + k) % s->consumers_count];
+            if (consumer_can_take(cons)) {
+                s->rr_next = (s->rr_next + k + 1) % s->consumers_count;
+                return cons;
+            }
+        }
+        return NULL;
+    case PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared: {
+        consumer_t *cons = key_shared_owner(s, info->key_hash);
+        if (!cons || !consumer_can_take(cons))
+            return NULL;
+        if (cons->has_join_limit) {
+            /* Released once everything before join_limit is acknowledged. */
+            ml_pos_t after_md =
+                ml_next_position(s->topic->ml, ml_cursor_mark_delete_pos(s->cursor));
+            if (ml_pos_cmp(after_md, cons->join_limit) >= 0)
+                cons->has_join_limit = false;
+            else if (ml_pos_cmp(pos, cons->join_limit) >= 0)
+                return NULL;
+        }
+        return cons;
+    }
+    default: {
+        consumer_t *cons = subscription_active_consumer(s);
+        return cons && consumer_can_take(cons) ? cons : NULL;
+    }
+    }
+}
+
+/* ------------------------------------------------------------------ send -- */
+
+static int send_entry(subscription_t *s, consumer_t *cons, const ml_entry_t *e,
+                      const entry_info_t *info)
+{
+    uint64_t key = pos_pack(e->pos);
+    uint32_t redelivery = (uint32_t)(uintptr_t)qmap64_get(s->redelivery_counts, key);
+    size_t words = 0;
+    const uint64_t *ack_set = s->cursor ? ml_cursor_ack_set(s->cursor, e->pos, &words) : NULL;
+    cmd_message_id_t id = {e->pos.ledger_id, e->pos.entry_id, s->topic->partition, -1};
+    qbuf_t *hdr = qbuf_new(256 + words * 11);
+    if (!hdr)
+        return -ENOMEM;
+    size_t hdr_len = 0;
+    int rc = cmd_encode_message_header(cons->consumer_id, &id, redelivery, (const int64_t *)ack_set,
+                                       words, NULL, 0, e->data->data, e->data->len, hdr->data,
+                                       hdr->cap, &hdr_len);
+    if (rc < 0) {
+        qbuf_unref(hdr);
+        return rc;
+    }
+    hdr->len = (uint32_t)hdr_len;
+    conn_t *c = cons->conn;
+    if (conn_send_buf(c, hdr, 0, hdr_len) < 0)
+        return QE_CLOSED;
+    if (conn_send_buf(c, qbuf_ref(e->data), 0, e->data->len) < 0)
+        return QE_CLOSED;
+    cons->permits -= info->num_messages;
+    if (s->cursor) {
+        qmap64_put(cons->unacked, key, (void *)(uintptr_t)info->num_messages);
+        cons->unacked_messages += (uint64_t)info->num_messages;
+    }
+    cons->msg_out += (uint64_t)info->num_messages;
+    cons->bytes_out += e->data->len;
+    s->msg_out += (uint64_t)info->num_messages;
+    s->bytes_out += e->data->len;
+    s->topic->msg_out += (uint64_t)info->num_messages;
+    s->topic->bytes_out += e->data->len;
+    return 0;
+}
+
+/* Hands one entry to a consumer, or to the replay set. Returns true if sent. */
+static bool dispatch_entry(subscription_t *s, const ml_entry_t *e, bool from_replay)
+{
+    if (s->cursor && ml_cursor_is_acked(s->cursor, e->pos)) {
+        if (from_replay)
+            subscription_replay_remove(s, e->pos);
+        return false;
+    }
+    entry_info_t info;
+    entry_info_read(e, &info);
+    bool key_shared = s->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
+    consumer_t *cons = NULL;
+    if (!(key_shared && !from_replay && qmap64_get(s->replay_hashes, info.key_hash)))
+        cons = choose_consumer(s, &info, e->pos);
+    if (cons && send_entry(s, cons, e, &info) == 0) {
+        if (from_replay) {
+            subscription_replay_remove(s, e->pos);
+            if (key_shared)
+                replay_hash_count(s, info.key_hash, -1);
+        }
+        return true;
+    }
+    if (!from_replay) {
+        subscription_replay_add(s, e->pos);
+        if (key_shared)
+            replay_hash_count(s, info.key_hash, +1);
+    }
+    return false;
+}
+
+/* -------------------------------------------------------------- reading -- */
+
+static void read_done(int rc, const ml_entry_t *entries, size_t n, void *arg, bool replay)
+{
+    subscription_t *s = arg;
+    s->reading = false;
+    s->topic->busy--;
+    if (s->closing) {
+        subscription_free(s);
+        return;
+    }
+    if (rc < 0) {
+        log_error("dispatch", "%s / %s: read failed: %s", s->topic->name, s->name, q_strerror(rc));
+        return; /* the next event retries */
+    }
+    size_t sent = 0;
+    for (size_t i = 0; i < n; i++)
+        sent += dispatch_entry(s, &entries[i], replay);
+    if (replay && sent == 0)
+        s->replay_stalled = true;
+    if (n > 0)
+        dispatch_continue(s);
+}
+
+static void replay_read_done(int rc, const ml_entry_t *entries, size_t n, void *arg)
+{
+    read_done(rc, entries, n, arg, true);
+}
+
+static void cursor_read_done(int rc, const ml_entry_t *entries, size_t n, void *arg)
+{
+    read_done(rc, entries, n, arg, false);
+}
+
+static int64_t permits_available(const subscription_t *s)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < s->consumers_count; i++)
+        if (consumer_can_take(s->consumers[i]))
+            total += s->consumers[i]->permits;
+    return total;
+}
+
+/* The run of consecutive entries at the head of the replay set. */
+static size_t replay_run(const subscription_t *s, size_t max)
+{
+    size_t n = 1;
+    while (n < s->replay_count && n < max && s->replay[n].ledger_id == s->replay[0].ledger_id &&
+           s->replay[n].entry_id == s->replay[n - 1].entry_id + 1)
+        n++;
+    return n;
+}
+
+static void dispatch_continue(subscription_t *s)
+{
+    if (!s->cursor || s->reading || s->opening || s->closing || s->consumers_count == 0)
+        return;
+    int64_t permits = permits_available(s);
+    if (permits <= 0)
+        return;
+    size_t max = s->topic->broker->cfg.dispatcher_max_read_batch;
+    if ((int64_t)max > permits)
+        max = (size_t)permits;
+    int rc;
+    s->reading = true;
+    s->topic->busy++;
+    if (s->replay_count > 0 && !s->replay_stalled) {
+        rc = ml_read(s->topic->ml, s->replay[0], replay_run(s, max), READ_BYTES_MAX,
+                     replay_read_done, s);
+    } else if (s->replay_count < REPLAY_MAX && ml_cursor_has_more(s->cursor)) {
+        rc = ml_cursor_read(s->cursor, max, READ_BYTES_MAX, cursor_read_done, s);
+    } else {
+        rc = 1;
+    }
+    if (rc != 0) {
+        s->reading = false;
+        s->topic->busy--;
+        if (rc < 0)
+            log_error("dispatch", "%s / %s: cannot read: %s", s->topic->name, s->name,
+                      q_strerror(rc));
+    }
+}
+
+void subscription_dispatch(subscription_t *s)
+{
+    s->replay_stalled = false; /* something changed: held entries may go now */
+    dispatch_continue(s);
+}
+
+void subscription_free(subscription_t *s)
+{
+    if (s->reading) {
+        s->closing = true; /* freed when the read completes */
+        return;
+    }
+    if (s->cursor)
+        ml_cursor_close(s->cursor, NULL, NULL);
+    free(s->replay);
+    free(s->consumers);
+    qmap64_free(s->redelivery_counts);
+    qmap64_free(s->replay_hashes);
+    free(s->name);
+    free(s);
+}
+
+/* ---------------------------------------------------------- non-persistent -- */
+
+void topic_publish_non_persistent(topic_t *t, qbuf_t *entry, int32_t num_messages)
+{
+    (void)num_messages;
+    ml_entry_t e = {{0, t->non_persistent_seq++}, entry};
+    qmap_iter_t it = {0};
+    void *v;
+    while (qmap_next(t->subscriptions, &it, NULL, &v)) {
+        subscription_t *s = v;
+        entry_info_t info;
+        entry_info_read(&e, &info);
+        consumer_t *cons = choose_consumer(s, &info, e.pos);
+        if (cons)
+            send_entry(s, cons, &e, &info);
+        /* else dropped: non-persistent topics keep nothing */
+    }
+}

@@ -1,0 +1,295 @@
+/*
+ * partitions.c — see partitions.h.
+ *
+ * Creation order: refuse if a non-partitioned topic of the name exists;
+ * write the partitioned metadata (compare-and-set: fails if it exists); then
+ * register each partition as a topic. A crash between the last two steps
+ * leaves partitions unregistered; they are registered again on first use
+ * (auto-creation of a partition of a known partitioned topic is allowed).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <errno.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "server/broker_int.h"
+#include "server/partitions.h"
+
+static int partitions_path(const topic_name_t *tn, char *out, size_t len)
+{
+    int n = snprintf(out, len, "/admin/partitioned-topics/%s/%s/%s/%s", tn->tenant, tn->ns,
+                     tn->domain == TOPIC_PERSISTENT ? "persistent" : "non-persistent", tn->local);
+    return n < 0 || (size_t)n >= len ? QE_TOO_LARGE : 0;
+}
+
+static int partitions_parse(const void *value, size_t len)
+{
+    json_error_t err;
+    json_t *root = json_loadb(value, len, 0, &err);
+    json_t *p = root ? json_object_get(root, "partitions") : NULL;
+    int n = json_is_integer(p) ? (int)json_integer_value(p) : QE_CORRUPT;
+    json_decref(root);
+    return n;
+}
+
+/* ----------------------------------------------------------------- create -- */
+
+typedef struct create_ctx {
+    broker_t *broker;
+    topic_name_t tn;
+    int partitions;
+    int pending;
+    int rc;
+    broker_done_rc_cb cb;
+    void *arg;
+} create_ctx_t;
+
+static void create_finish(create_ctx_t *ctx)
+{
+    ctx->cb(ctx->rc, ctx->arg);
+    free(ctx);
+}
+
+static void partition_registered(int rc, const md_stat_t *st, void *arg)
+{
+    (void)st;
+    create_ctx_t *ctx = arg;
+    if (rc < 0 && rc != QE_EXISTS && ctx->rc == 0)
+        ctx->rc = rc;
+    if (--ctx->pending == 0)
+        create_finish(ctx);
+}
+
+static void metadata_written(int rc, const md_stat_t *st, void *arg)
+{
+    (void)st;
+    create_ctx_t *ctx = arg;
+    if (rc < 0) {
+        ctx->rc = rc;
+        create_finish(ctx);
+        return;
+    }
+    ctx->pending = 1; /* held until every put is queued */
+    for (int i = 0; i < ctx->partitions; i++) {
+        char name[TOPIC_NAME_MAX + 32], path[3 * TOPIC_NAME_MAX + 64];
+        topic_name_t part;
+        if (topic_name_partition(&ctx->tn, i, name, sizeof name) < 0 ||
+            topic_name_parse(name, &part) < 0 ||
+            topic_registry_path(&part, path, sizeof path) < 0) {
+            ctx->rc = QE_INVALID;
+            break;
+        }
+        ctx->pending++;
+        if (md_put(ctx->broker->md, path, "{}", 2, MD_VERSION_NEW, NULL, partition_registered,
+                   ctx) < 0) {
+            ctx->pending--;
+            ctx->rc = QE_BUSY;
+            break;
+        }
+    }
+    if (--ctx->pending == 0)
+        create_finish(ctx);
+}
+
+static void base_checked(int rc, const void *value, size_t len, const md_stat_t *st, void *arg)
+{
+    (void)value;
+    (void)len;
+    (void)st;
+    create_ctx_t *ctx = arg;
+    if (rc == 0 || rc != QE_NOT_FOUND) {
+        ctx->rc = rc == 0 ? QE_EXISTS : rc;
+        create_finish(ctx);
+        return;
+    }
+    char path[3 * TOPIC_NAME_MAX + 64], body[64];
+    partitions_path(&ctx->tn, path, sizeof path);
+    int n = snprintf(body, sizeof body, "{\"partitions\":%d}", ctx->partitions);
+    rc =
+        md_put(ctx->broker->md, path, body, (size_t)n, MD_VERSION_NEW, NULL, metadata_written, ctx);
+    if (rc < 0) {
+        ctx->rc = rc;
+        create_finish(ctx);
+    }
+}
+
+int broker_partitions_create(broker_t *b, const topic_name_t *tn, int n, broker_done_rc_cb cb,
+                             void *arg)
+{
+    if (n < 1 || n > BROKER_PARTITIONS_MAX || tn->partition >= 0)
+        return QE_INVALID;
+    char path[3 * TOPIC_NAME_MAX + 64];
+    int rc = topic_registry_path(tn, path, sizeof path);
+    if (rc < 0)
+        return rc;
+    create_ctx_t *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return -ENOMEM;
+    ctx->broker = b;
+    ctx->tn = *tn;
+    ctx->partitions = n;
+    ctx->cb = cb;
+    ctx->arg = arg;
+    rc = md_get(b->md, path, base_checked, ctx);
+    if (rc < 0)
+        free(ctx);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- lookup -- */
+
+typedef struct lookup_ctx {
+    broker_t *broker;
+    topic_name_t tn;
+    bool may_create;
+    broker_partitions_cb cb;
+    void *arg;
+} lookup_ctx_t;
+
+static void lookup_created(int rc, void *arg)
+{
+    lookup_ctx_t *ctx = arg;
+    int n = ctx->broker->cfg.default_num_partitions;
+    if (rc == QE_EXISTS) /* raced with another creation, or a plain topic */
+        rc = 0, n = 0;
+    ctx->cb(rc, rc < 0 ? 0 : n, ctx->arg);
+    free(ctx);
+}
+
+static void lookup_got(int rc, const void *value, size_t len, const md_stat_t *st, void *arg)
+{
+    (void)st;
+    lookup_ctx_t *ctx = arg;
+    if (rc == 0) {
+        int n = partitions_parse(value, len);
+        ctx->cb(n < 0 ? n : 0, n < 0 ? 0 : n, ctx->arg);
+        free(ctx);
+        return;
+    }
+    broker_t *b = ctx->broker;
+    if (rc == QE_NOT_FOUND && ctx->may_create && b->cfg.allow_auto_topic_creation &&
+        b->cfg.auto_topic_creation_partitioned && ctx->tn.partition < 0) {
+        rc = broker_partitions_create(b, &ctx->tn, b->cfg.default_num_partitions, lookup_created,
+                                      ctx);
+        if (rc == 0)
+            return;
+    }
+    /* Not partitioned (or unknown: the producer or consumer will find out). */
+    ctx->cb(rc == QE_NOT_FOUND ? 0 : rc, 0, ctx->arg);
+    free(ctx);
+}
+
+typedef struct defer_pm {
+    broker_partitions_cb cb;
+    void *arg;
+} defer_pm_t;
+
+static void defer_pm_run(void *p)
+{
+    defer_pm_t *d = p;
+    d->cb(0, 0, d->arg);
+    free(d);
+}
+
+int broker_partitions_lookup(broker_t *b, const topic_name_t *tn, bool may_create,
+                             broker_partitions_cb cb, void *arg)
+{
+    if (tn->partition >= 0) {
+        /* A partition is never itself partitioned. */
+        defer_pm_t *d = malloc(sizeof *d);
+        if (!d)
+            return -ENOMEM;
+        *d = (defer_pm_t){cb, arg};
+        int rc = broker_defer(b, defer_pm_run, d);
+        if (rc < 0)
+            free(d);
+        return rc;
+    }
+    char path[3 * TOPIC_NAME_MAX + 64];
+    int rc = partitions_path(tn, path, sizeof path);
+    if (rc < 0)
+        return rc;
+    lookup_ctx_t *ctx = malloc(sizeof *ctx);
+    if (!ctx)
+        return -ENOMEM;
+    ctx->broker = b;
+    ctx->tn = *tn;
+    ctx->may_create = may_create;
+    ctx->cb = cb;
+    ctx->arg = arg;
+    rc = md_get(b->md, path, lookup_got, ctx);
+    if (rc < 0)
+        free(ctx);
+    return rc;
+}
+
+/* ------------------------------------------------------ namespace topics -- */
+
+typedef struct list_ctx {
+    broker_t *broker;
+    char ns[2 * TOPIC_NAME_MAX + 2];
+    int domains;
+    broker_topics_cb cb;
+    void *arg;
+} list_ctx_t;
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void ns_children(int rc, const char *const *children, size_t n, void *arg)
+{
+    list_ctx_t *ctx = arg;
+    broker_t *b = ctx->broker;
+    size_t cap = n + qmap_size(b->topics) + 1, count = 0;
+    char **names = calloc(cap, sizeof *names);
+    if (!names && rc == 0)
+        rc = -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (asprintf(&names[count], "persistent://%s/%s", ctx->ns, children[i]) >= 0)
+            count++;
+    if (rc == 0 && (ctx->domains & BROKER_DOMAIN_NON_PERSISTENT)) {
+        char prefix[2 * TOPIC_NAME_MAX + 32];
+        int plen = snprintf(prefix, sizeof prefix, "non-persistent://%s/", ctx->ns);
+        qmap_iter_t it = {0};
+        const char *key;
+        while (qmap_next(b->topics, &it, &key, NULL) && count < cap)
+            if (strncmp(key, prefix, (size_t)plen) == 0 && (names[count] = strdup(key)))
+                count++;
+    }
+    if (names)
+        qsort(names, count, sizeof *names, cmp_str);
+    ctx->cb(rc == QE_NOT_FOUND ? 0 : rc, (const char *const *)names, rc < 0 ? 0 : count, ctx->arg);
+    for (size_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+    free(ctx);
+}
+
+int broker_namespace_topics(broker_t *b, const char *ns, int domains, broker_topics_cb cb,
+                            void *arg)
+{
+    list_ctx_t *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return -ENOMEM;
+    ctx->broker = b;
+    snprintf(ctx->ns, sizeof ctx->ns, "%s", ns);
+    ctx->domains = domains;
+    ctx->cb = cb;
+    ctx->arg = arg;
+    char path[2 * TOPIC_NAME_MAX + 64];
+    if (domains & BROKER_DOMAIN_PERSISTENT)
+        snprintf(path, sizeof path, "/topics/%s/persistent", ns);
+    else
+        snprintf(path, sizeof path, "/topics/%s/none", ns); /* lists nothing */
+    int rc = md_list(b->md, path, ns_children, ctx);
+    if (rc < 0)
+        free(ctx);
+    return rc;
+}

@@ -1,0 +1,42 @@
+/*
+ * main.c — the quire binary: picks the mode from the first argument.
+ *
+ *   quire standalone [-c FILE] [--data-dir DIR] [--KEY=VALUE ...]
+ *   quire bookie --data-dir DIR [--bookiePort=N] [--bindAddress=ADDR]
+ *   quire version
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "src/quire_bookie.h"
+#include "src/standalone.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: quire standalone [-c FILE] [--data-dir DIR] [--KEY=VALUE ...]\n"
+               "       quire bookie --data-dir DIR [--bookiePort=N] [--bindAddress=ADDR]\n"
+               "       quire version\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "standalone") == 0)
+        return quire_standalone_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "bookie") == 0)
+        return quire_bookie_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+        printf("quire %s\n", QUIRE_VERSION);
+        return 0;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "quire: unknown mode '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
