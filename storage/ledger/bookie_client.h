@@ -37,6 +37,12 @@ typedef struct bk_client_ops {
     int (*last_entry)(bk_client_t *c, int64_t ledger_id, bk_lac_cb cb, void *arg);
     int (*delete_ledger)(bk_client_t *c, int64_t ledger_id, bk_done_cb cb, void *arg);
     void (*free)(bk_client_t *c);
+    /* Optional (NULL if unsupported): an add that a FENCED ledger still accepts,
+     * made only by ledger recovery to re-replicate an entry it found on some
+     * bookies of the write set (BookKeeper's RECOVERY_ADD flag). Same contract
+     * as add otherwise. Without it recovery uses add, which fenced bookies refuse. */
+    int (*recovery_add)(bk_client_t *c, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                        qbuf_t *data, bk_add_cb cb, void *arg);
 } bk_client_ops_t;
 
 /* Every handle starts with this header; implementations embed it first. */
