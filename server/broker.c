@@ -155,6 +155,13 @@ pb_error_t broker_server_error(int rc)
 
 /* -------------------------------------------------------------- defer -- */
 
+void broker_ignore_done(int rc, void *arg)
+{
+    (void)arg;
+    if (rc < 0 && rc != QE_NOT_FOUND)
+        log_warn("broker", "background storage operation failed: %s", q_strerror(rc));
+}
+
 int broker_defer(broker_t *b, void (*fn)(void *), void *arg)
 {
     return qloop_post(b->mailbox, fn, arg);

@@ -58,6 +58,8 @@ struct broker {
     qloop_mailbox_t *mailbox; /* defers callbacks so none runs inline */
 };
 
+/* A storage completion whose result nobody waits for (logged if an error). */
+void broker_ignore_done(int rc, void *arg);
 /* Runs fn(arg) on the loop soon (never inline). */
 int broker_defer(broker_t *b, void (*fn)(void *), void *arg);
 

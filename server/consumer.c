@@ -262,7 +262,7 @@ static void cursor_opened(int rc, ml_cursor_t *cursor, void *arg)
         w = next;
     }
     if (s->consumers_count == 0 && !s->durable) {
-        ml_cursor_delete(s->topic->ml, s->name, NULL, NULL);
+        ml_cursor_delete(s->topic->ml, s->name, broker_ignore_done, NULL);
         s->cursor = NULL;
         subscription_remove(s);
     }
@@ -613,7 +613,7 @@ void consumer_destroy(consumer_t *cons, bool redeliver)
         subscription_remove_consumer(s, cons);
         if (s->consumers_count == 0 && !s->durable) {
             if (s->cursor)
-                ml_cursor_delete(s->topic->ml, s->name, NULL, NULL);
+                ml_cursor_delete(s->topic->ml, s->name, broker_ignore_done, NULL);
             s->cursor = NULL;
             subscription_remove(s);
         } else {

@@ -463,7 +463,7 @@ void subscription_free(subscription_t *s)
         return;
     }
     if (s->cursor)
-        ml_cursor_close(s->cursor, NULL, NULL);
+        ml_cursor_close(s->cursor, broker_ignore_done, NULL);
     free(s->replay);
     free(s->consumers);
     qmap64_free(s->redelivery_counts);

@@ -113,6 +113,12 @@ ml_pos_t ml_next_position(const managed_ledger_t *ml, ml_pos_t pos);
 uint64_t ml_count_entries(const managed_ledger_t *ml, ml_pos_t a, ml_pos_t b);
 /* Runs retention/trimming now (tests, admin); also runs on a timer. */
 int ml_trim(managed_ledger_t *ml, ml_done_cb cb, void *arg);
+/* Managed ledger properties (kept in its metadata record). Setting one
+ * (value NULL removes it) is durable when cb reports 0. get: borrowed until
+ * the next set, NULL if absent. */
+int ml_set_property(managed_ledger_t *ml, const char *key, const char *value, ml_done_cb cb,
+                    void *arg);
+const char *ml_get_property(const managed_ledger_t *ml, const char *key);
 
 typedef struct ml_ledger_info {
     int64_t ledger_id;

@@ -1,0 +1,176 @@
+/*
+ * broker_admin.h — what the admin HTTP service (admin-http/) needs from the
+ * broker: read-only views of loaded topics, producers, subscriptions and
+ * consumers for stats and /metrics, and the topic operations of the REST API
+ * (create, delete, grow partitions, unload, peek, skip, reset, health check).
+ *
+ * Views: the visitor functions call fn once per object with a view whose
+ * strings and numbers are borrowed for the duration of that call only (they
+ * point into broker state). Nothing is retained by the broker for the caller.
+ * Counters are the broker's own since the topic was loaded: rates are the
+ * caller's business (admin-http samples them).
+ *
+ * Asynchronous operations call back on the loop thread, never inline, with 0
+ * or a negative code: QE_NOT_FOUND (no such topic/subscription), QE_EXISTS,
+ * QE_BUSY (the topic has active producers or consumers, or an operation on it
+ * is in flight), QE_INVALID, QE_SHUTDOWN. Loop thread only.
+ */
+#ifndef QUIRE_SERVER_BROKER_ADMIN_H
+#define QUIRE_SERVER_BROKER_ADMIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/broker.h"
+#include "server/codec/topic_name.h"
+#include "server/partitions.h"
+#include "storage/managed/managed_ledger.h"
+
+/* ------------------------------------------------------------------ views -- */
+
+typedef struct broker_admin_topic_view {
+    const char *name; /* full name */
+    bool persistent;
+    int partition;
+    uint64_t msg_in, bytes_in, msg_out, bytes_out; /* since loaded */
+    int64_t last_publish_ms;
+    uint32_t producers;
+    size_t subscriptions;
+    size_t consumers;
+    bool has_ledger; /* persistent and loaded: ml and last_confirmed valid */
+    ml_stats_t ml;
+    ml_pos_t last_confirmed;
+    uint64_t backlog_entries; /* the largest subscription backlog */
+} broker_admin_topic_view_t;
+
+typedef struct broker_admin_producer_view {
+    const char *name;
+    uint64_t producer_id;
+    int access_mode; /* Pulsar's ProducerAccessMode */
+    const char *address;
+    const char *client_version;
+    int64_t connected_since_ms;
+} broker_admin_producer_view_t;
+
+typedef struct broker_admin_subscription_view {
+    const char *name;
+    const char *type; /* "Exclusive", "Shared", "Failover", "Key_Shared" */
+    bool durable;
+    uint64_t backlog_entries;
+    uint64_t unacked_messages; /* sum over consumers */
+    uint64_t msg_out, bytes_out;
+    size_t consumers;
+    bool has_cursor;
+    ml_pos_t mark_delete, read_pos;
+} broker_admin_subscription_view_t;
+
+typedef struct broker_admin_consumer_view {
+    const char *name;
+    uint64_t consumer_id;
+    int64_t available_permits;
+    uint64_t unacked_messages;
+    uint64_t msg_out, bytes_out;
+    const char *address;
+    const char *client_version;
+    int64_t connected_since_ms;
+} broker_admin_consumer_view_t;
+
+typedef struct broker_admin_counts {
+    size_t topics, subscriptions, producers, consumers, connections;
+} broker_admin_counts_t;
+
+typedef void (*broker_admin_topic_fn)(const broker_admin_topic_view_t *v, void *arg);
+typedef void (*broker_admin_producer_fn)(const broker_admin_producer_view_t *v, void *arg);
+typedef void (*broker_admin_subscription_fn)(const broker_admin_subscription_view_t *v,
+                                             void *arg);
+typedef void (*broker_admin_consumer_fn)(const broker_admin_consumer_view_t *v, void *arg);
+
+void broker_admin_counts(broker_t *b, broker_admin_counts_t *out);
+/* Every loaded (ready) topic. */
+void broker_admin_topics(broker_t *b, broker_admin_topic_fn fn, void *arg);
+/* One loaded topic by full name: 0, or QE_NOT_FOUND when not loaded. */
+int broker_admin_topic(broker_t *b, const char *topic, broker_admin_topic_fn fn, void *arg);
+int broker_admin_producers(broker_t *b, const char *topic, broker_admin_producer_fn fn, void *arg);
+int broker_admin_subscriptions(broker_t *b, const char *topic, broker_admin_subscription_fn fn,
+                               void *arg);
+/* sub NULL: the consumers of every subscription. */
+int broker_admin_consumers(broker_t *b, const char *topic, const char *sub,
+                           broker_admin_consumer_fn fn, void *arg);
+/* Ledgers of a loaded persistent topic (oldest first): up to max into out;
+ * *count the number that exist. */
+int broker_admin_ledgers(broker_t *b, const char *topic, ml_ledger_info_t *out, size_t max,
+                         size_t *count);
+/* The individually acknowledged ranges of a subscription's cursor, as text. */
+int broker_admin_cursor_ranges(broker_t *b, const char *topic, const char *sub, char *buf,
+                               size_t len);
+
+/* -------------------------------------------------------------- operations -- */
+
+/* Loads topic (a full name) if it exists (create: also if it does not and
+ * auto-creation allows), then cb. */
+int broker_admin_topic_load(broker_t *b, const char *topic, bool create, broker_done_rc_cb cb,
+                            void *arg);
+/* Registers a non-partitioned topic: QE_EXISTS if it, or a partitioned topic
+ * of that name, exists. */
+int broker_admin_topic_create(broker_t *b, const topic_name_t *tn, broker_done_rc_cb cb,
+                              void *arg);
+/* Deletes a non-partitioned topic (or one partition): its data, cursors and
+ * registry key. A loaded topic is unloaded first; QE_BUSY if it has
+ * producers or consumers (force: not yet supported, same answer). */
+int broker_admin_topic_delete(broker_t *b, const topic_name_t *tn, bool force,
+                              broker_done_rc_cb cb, void *arg);
+/* Grows a partitioned topic to n partitions: QE_NOT_FOUND if it is not
+ * partitioned, QE_INVALID if n is not larger (Pulsar answers 422). */
+int broker_admin_partitions_update(broker_t *b, const topic_name_t *tn, int n,
+                                   broker_done_rc_cb cb, void *arg);
+/* Deletes a partitioned topic: every partition (as broker_admin_topic_delete),
+ * then its metadata. */
+int broker_admin_partitioned_delete(broker_t *b, const topic_name_t *tn, bool force,
+                                    broker_done_rc_cb cb, void *arg);
+/* Partitioned topics of namespace "tenant/ns" in one domain (full names). */
+int broker_admin_partitioned_list(broker_t *b, const char *ns, topic_domain_t domain,
+                                  broker_topics_cb cb, void *arg);
+/* Closes a loaded topic's cursors and managed ledger and forgets it (the next
+ * use loads it again). QE_BUSY with producers, consumers or operations in
+ * flight; 0 at once when it is not loaded. */
+int broker_admin_topic_unload(broker_t *b, const char *topic, broker_done_rc_cb cb, void *arg);
+
+/* A message read back for peek/examine: borrowed for the callback. */
+typedef struct broker_admin_message {
+    ml_pos_t pos;
+    const uint8_t *payload; /* after the metadata (as stored: maybe compressed/batched) */
+    size_t payload_len;
+    int64_t publish_time_ms;
+    int32_t num_messages; /* in a batch; 1 otherwise */
+    const char *const *property_keys, *const *property_values;
+    size_t properties;
+    const char *producer_name;
+    uint64_t sequence_id;
+} broker_admin_message_t;
+typedef void (*broker_admin_message_cb)(int rc, const broker_admin_message_t *m, void *arg);
+
+/* The n-th (1-based) unacknowledged entry of subscription sub: QE_NOT_FOUND
+ * past the end (n bounded by 10000). */
+int broker_admin_peek(broker_t *b, const char *topic, const char *sub, int n,
+                      broker_admin_message_cb cb, void *arg);
+/* Skips n entries (n < 0: all) of a subscription by acknowledging them. */
+int broker_admin_skip(broker_t *b, const char *topic, const char *sub, int64_t n,
+                      broker_done_rc_cb cb, void *arg);
+/* Resets a subscription's cursor to pos (the next entry read). */
+int broker_admin_reset_cursor(broker_t *b, const char *topic, const char *sub, ml_pos_t pos,
+                              broker_done_rc_cb cb, void *arg);
+/* Creates a durable subscription at pos (ML_POS_LATEST / ML_POS_EARLIEST),
+ * QE_EXISTS if it exists. */
+int broker_admin_subscription_create(broker_t *b, const char *topic, const char *sub, ml_pos_t pos,
+                                     broker_done_rc_cb cb, void *arg);
+/* Deletes a subscription without consumers (QE_BUSY with consumers). */
+int broker_admin_subscription_delete(broker_t *b, const char *topic, const char *sub,
+                                     broker_done_rc_cb cb, void *arg);
+
+/* Health: writes an entry to the broker's heartbeat topic
+ * persistent://pulsar/<advertisedAddress>:<webServicePort>/healthcheck and
+ * reads it back from storage; 0 when both worked. web_port: the admin's. */
+int broker_admin_health_check(broker_t *b, int web_port, broker_done_rc_cb cb, void *arg);
+
+#endif

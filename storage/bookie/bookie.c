@@ -1,0 +1,891 @@
+/*
+ * bookie.c — the bookie API (bookie.h): open (index rebuild + journal replay),
+ * adds and their group completions, reads (write cache, read cache, entry log
+ * on a reader thread), fencing, LAC, deletion, GC scheduling, close.
+ *
+ * State machine of the write path, per add:
+ *   bookie_add        refused synchronously (QE_FENCED, QE_BUSY, ...) or put
+ *                     in a journal ring slot (the slot holds a qbuf reference)
+ *   journal thread    written + fdatasynced with its group
+ *   bookie_group_done on the loop: entry moved into the active write cache,
+ *                     LAC / last entry updated, callback with rc
+ *   flush             active cache frozen, written to an entry log, indexed
+ * Fencing and deletion change the in-memory flags at once (so later adds are
+ * refused at once) and answer only after their journal record is synced.
+ *
+ * Bounds: adds queued or in flight <= pending_adds_max; bytes in both write
+ * caches + in flight <= 2 * write_cache_bytes (one cache flushing, one
+ * filling); reads in flight <= BOOKIE_READS_PENDING_MAX; read cache bytes <=
+ * read_cache_bytes. Reaching a bound is QE_BUSY, logged (rate-limited).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "storage/bookie/bookie_int.h"
+#include "storage/bookie/bookie_io.h"
+
+void bookie_config_defaults(bookie_config_t *cfg)
+{
+    *cfg = (bookie_config_t){
+        .data_dir = "data/bookie",
+        .journal_sync = true,
+        .journal_group_wait_us_max = 1000,
+        .journal_group_bytes_max = 512u << 10,
+        .journal_group_entries_max = 10000,
+        .journal_file_size_bytes = 256ull << 20,
+        .entry_log_size_bytes = 1ull << 30,
+        .write_cache_bytes = 64ull << 20,
+        .read_cache_bytes = 64ull << 20,
+        .flush_interval_ms = 1000,
+        .pending_adds_max = 100000,
+        .gc_compact_ratio = 0.5,
+        .gc_interval_ms = 60000,
+    };
+}
+
+/* Logs a refused call; at most one line per second, counting the rest. */
+static int bookie_refuse(bookie_t *bk, int rc, const char *what, int64_t ledger_id,
+                         int64_t entry_id)
+{
+    uint64_t now = clock_mono_us();
+    if (now - bk->refusal_log_us >= 1000000u || bk->refusal_log_us == 0) {
+        log_warn("bookie",
+                 "%s refused for ledger %" PRId64 " entry %" PRId64 ": %s"
+                 " (%" PRIu64 " similar refusals not logged)",
+                 what, ledger_id, entry_id, q_strerror(rc), bk->refusals_suppressed);
+        bk->refusal_log_us = now;
+        bk->refusals_suppressed = 0;
+    } else {
+        bk->refusals_suppressed++;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------ immediate completions -- */
+
+enum { IMM_READ, IMM_LAC, IMM_DONE };
+
+typedef struct bk_imm {
+    int kind;
+    int rc;
+    int64_t ledger_id, entry_id, lac;
+    qbuf_t *entry; /* IMM_READ: one reference, dropped after the callback */
+    union {
+        bookie_read_cb read;
+        bookie_lac_cb lac;
+        bookie_done_cb done;
+    } cb;
+    void *arg;
+    bookie_t *bk;
+} bk_imm_t;
+
+static void bookie_imm_run(void *p)
+{
+    bk_imm_t *m = p;
+    switch (m->kind) {
+    case IMM_READ:
+        m->bk->reads_pending--;
+        m->cb.read(m->rc, m->ledger_id, m->entry_id, m->entry, m->lac, m->arg);
+        qbuf_unref(m->entry);
+        break;
+    case IMM_LAC:
+        m->cb.lac(m->rc, m->ledger_id, m->lac, m->arg);
+        break;
+    default:
+        m->cb.done(m->rc, m->arg);
+        break;
+    }
+    free(m);
+}
+
+/* Posts m to run on the loop (never inline). Takes over m and m->entry. */
+static int bookie_imm_post(bookie_t *bk, bk_imm_t *m)
+{
+    m->bk = bk;
+    if (m->kind == IMM_READ)
+        bk->reads_pending++;
+    int rc = qloop_post(bk->mb, bookie_imm_run, m);
+    if (rc) {
+        if (m->kind == IMM_READ)
+            bk->reads_pending--;
+        qbuf_unref(m->entry);
+        free(m);
+    }
+    return rc;
+}
+
+static int bookie_post_lac(bookie_t *bk, int rc, int64_t ledger_id, int64_t lac, bookie_lac_cb cb,
+                           void *arg)
+{
+    bk_imm_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    *m = (bk_imm_t){.kind = IMM_LAC, .rc = rc, .ledger_id = ledger_id, .lac = lac, .arg = arg};
+    m->cb.lac = cb;
+    return bookie_imm_post(bk, m);
+}
+
+static int bookie_post_done(bookie_t *bk, int rc, bookie_done_cb cb, void *arg)
+{
+    bk_imm_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    *m = (bk_imm_t){.kind = IMM_DONE, .rc = rc, .arg = arg};
+    m->cb.done = cb;
+    return bookie_imm_post(bk, m);
+}
+
+/* ----------------------------------------------------- flush scheduling -- */
+
+/* Freezes the active cache and hands it to the flush thread when it is full
+ * (or, with periodic, when anything was journaled since the last freeze). */
+static void bookie_maybe_flush(bookie_t *bk, bool periodic)
+{
+    if (bk->flushing || bk->closing || atomic_load(&bk->flush_failed))
+        return;
+    bool full = bk->active->bytes >= bk->cfg.write_cache_bytes;
+    if (!full && !(periodic && (bk->active->count || bk->journal_dirty)))
+        return;
+    assert(bk->frozen == NULL);
+    bk->frozen = bk->active;
+    bk->active = bk->frozen == &bk->caches[0] ? &bk->caches[1] : &bk->caches[0];
+    assert(bk->active->count == 0);
+    bk->flushing = true;
+    bk->journal_dirty = false;
+    bk->cp_pos = bk->acked_pos;
+    flusher_request_flush(bk, bk->frozen, bk->cp_pos);
+}
+
+/* Marks the checkpoint in the journal (for journal dumps; replay skips it). */
+static void bookie_journal_checkpoint(bookie_t *bk, journal_pos_t cp)
+{
+    journal_req_t *r = bk->read_only ? NULL : journal_next_slot(bk->journal);
+    if (!r)
+        return;
+    r->type = JREC_CHECKPOINT;
+    r->ledger_id = -1;
+    r->entry_id = (int64_t)cp.seq;
+    r->lac = (int64_t)cp.off;
+    journal_submit(bk->journal);
+}
+
+void bookie_flush_done(bookie_t *bk, int rc)
+{
+    assert(bk->flushing && bk->frozen);
+    bk->flushing = false;
+    if (rc) {
+        /* The frozen cache stays readable (its entries are in the journal). */
+        if (!bk->read_only)
+            bk->read_only = rc;
+        return;
+    }
+    write_cache_clear(bk->frozen);
+    bk->frozen = NULL;
+    if (!bk->closing) {
+        bookie_journal_checkpoint(bk, bk->cp_pos);
+        bookie_maybe_flush(bk, false);
+    }
+}
+
+static void bookie_flush_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    bookie_maybe_flush(w->data, true);
+}
+
+/* ------------------------------------------------------------------ GC -- */
+
+static void bookie_gc_start(bookie_t *bk)
+{
+    assert(!bk->gc_running);
+    memcpy(bk->gc_cur, bk->gc_next, bk->n_gc_next * sizeof *bk->gc_next);
+    bk->n_gc_cur = bk->n_gc_next;
+    bk->n_gc_next = 0;
+    bk->gc_running = true;
+    flusher_request_gc(bk);
+}
+
+void bookie_gc_done(bookie_t *bk, int rc)
+{
+    assert(bk->gc_running);
+    bk->gc_running = false;
+    if (rc)
+        log_warn("bookie", "gc pass failed: %s", q_strerror(rc));
+    uint32_t n = bk->n_gc_cur;
+    gc_waiter_t w[BOOKIE_GC_WAITERS_MAX];
+    memcpy(w, bk->gc_cur, n * sizeof *w);
+    bk->n_gc_cur = 0;
+    if (bk->n_gc_next && !bk->closing)
+        bookie_gc_start(bk);
+    for (uint32_t i = 0; i < n; i++)
+        w[i].cb(rc, w[i].arg);
+}
+
+static void bookie_gc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    bookie_t *bk = w->data;
+    if (!bk->gc_running && !bk->closing)
+        bookie_gc_start(bk);
+}
+
+int bookie_gc_now(bookie_t *bk, bookie_done_cb cb, void *arg)
+{
+    if (bk->closing)
+        return bookie_refuse(bk, QE_SHUTDOWN, "gc", -1, -1);
+    if (!cb)
+        return QE_INVALID;
+    if (bk->n_gc_next >= BOOKIE_GC_WAITERS_MAX)
+        return bookie_refuse(bk, QE_BUSY, "gc", -1, -1);
+    bk->gc_next[bk->n_gc_next++] = (gc_waiter_t){cb, arg};
+    if (!bk->gc_running)
+        bookie_gc_start(bk);
+    return 0;
+}
+
+/* ---------------------------------------------------------- completions -- */
+
+/* Applies one completed record (bookie lock held); sets r->rc. */
+static void bookie_apply_completed(bookie_t *bk, journal_req_t *r, int rc)
+{
+    r->rc = rc;
+    if (r->type == JREC_CHECKPOINT)
+        return;
+    bk->journal_dirty = true;
+    if (r->type != JREC_ADD)
+        return;
+    uint32_t len = r->data->len;
+    assert(bk->adds_pending > 0 && bk->pending_bytes >= len + WRITE_CACHE_ITEM_OVERHEAD);
+    bk->adds_pending--;
+    bk->pending_bytes -= len + WRITE_CACHE_ITEM_OVERHEAD;
+    if (rc)
+        return;
+    ledger_t *l = ledger_find(&bk->ledgers, r->ledger_id);
+    if (!l || l->deleted) {
+        r->rc = QE_NO_LEDGER; /* deleted while the add was in the journal */
+        return;
+    }
+    if (write_cache_put(bk->active, r->ledger_id, r->entry_id, r->data) != 0) {
+        log_error("bookie", "out of memory in the write cache");
+        abort(); /* the entry is durable in the journal: failing it would be a lie */
+    }
+    r->data = NULL; /* moved into the write cache */
+    read_cache_remove(&bk->rcache, r->ledger_id, r->entry_id);
+    bk->stats.adds++;
+    bk->stats.add_bytes += len;
+    if (r->lac > l->lac) {
+        l->lac = r->lac;
+        l->dirty = true;
+    }
+    if (r->entry_id > l->last_entry) {
+        l->last_entry = r->entry_id;
+        l->dirty = true;
+    }
+}
+
+static void bookie_complete_one(bookie_t *bk, journal_req_t *r)
+{
+    switch (r->type) {
+    case JREC_ADD:
+        r->cb.add(r->rc, r->ledger_id, r->entry_id, r->arg);
+        break;
+    case JREC_FENCE: {
+        pthread_mutex_lock(&bk->lock);
+        const ledger_t *l = ledger_find(&bk->ledgers, r->ledger_id);
+        int64_t lac = l ? l->lac : -1;
+        pthread_mutex_unlock(&bk->lock);
+        r->cb.lac(r->rc, r->ledger_id, lac, r->arg);
+        break;
+    }
+    case JREC_DELETE:
+        r->cb.done(r->rc, r->arg);
+        break;
+    default:
+        break;
+    }
+}
+
+/* One journal group is durable (rc == 0) or failed: complete its records in
+ * journal order. */
+static void bookie_group_done(void *ctx, uint64_t begin, uint64_t end, int rc, journal_pos_t pos)
+{
+    bookie_t *bk = ctx;
+    if (rc && !bk->read_only)
+        bk->read_only = rc;
+    if (rc == 0)
+        bk->acked_pos = pos;
+    pthread_mutex_lock(&bk->lock);
+    for (uint64_t i = begin; i < end; i++)
+        bookie_apply_completed(bk, journal_slot(bk->journal, i), rc);
+    pthread_mutex_unlock(&bk->lock);
+    for (uint64_t i = begin; i < end; i++) {
+        journal_req_t *r = journal_slot(bk->journal, i);
+        bookie_complete_one(bk, r);
+        qbuf_unref(r->data);
+        r->data = NULL;
+    }
+    journal_release(bk->journal, end);
+    bookie_maybe_flush(bk, false);
+}
+
+/* ----------------------------------------------------------------- adds -- */
+
+static int bookie_check_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, qbuf_t *data,
+                            bookie_add_cb cb)
+{
+    if (bk->closing)
+        return bookie_refuse(bk, QE_SHUTDOWN, "add", ledger_id, entry_id);
+    if (!data || !cb || ledger_id < 0 || entry_id < 0)
+        return bookie_refuse(bk, QE_INVALID, "add", ledger_id, entry_id);
+    if (data->len > BOOKIE_ENTRY_BYTES_MAX)
+        return bookie_refuse(bk, QE_TOO_LARGE, "add", ledger_id, entry_id);
+    if (bk->read_only)
+        return bookie_refuse(bk, QE_READ_ONLY, "add (bookie read-only after an I/O error)",
+                             ledger_id, entry_id);
+    uint64_t need = data->len + WRITE_CACHE_ITEM_OVERHEAD;
+    uint64_t held = bk->active->bytes + (bk->frozen ? bk->frozen->bytes : 0) + bk->pending_bytes;
+    if (bk->adds_pending >= bk->cfg.pending_adds_max || held + need > 2 * bk->cfg.write_cache_bytes)
+        return bookie_refuse(bk, QE_BUSY, "add (pending adds or write cache bound)", ledger_id,
+                             entry_id);
+    return 0;
+}
+
+int bookie_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, qbuf_t *data,
+               bookie_add_cb cb, void *arg)
+{
+    int rc = bookie_check_add(bk, ledger_id, entry_id, data, cb);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&bk->lock);
+    ledger_t *l = ledger_get_or_create(&bk->ledgers, ledger_id);
+    rc = !l ? -ENOMEM : l->deleted ? QE_NO_LEDGER : l->fenced ? QE_FENCED : 0;
+    pthread_mutex_unlock(&bk->lock);
+    journal_req_t *r = rc ? NULL : journal_next_slot(bk->journal);
+    if (rc == 0 && !r)
+        rc = QE_BUSY;
+    if (rc)
+        return bookie_refuse(bk, rc, "add", ledger_id, entry_id);
+    r->type = JREC_ADD;
+    r->ledger_id = ledger_id;
+    r->entry_id = entry_id;
+    r->lac = lac;
+    r->data = qbuf_ref(data);
+    r->cb.add = cb;
+    r->arg = arg;
+    bk->adds_pending++;
+    bk->pending_bytes += data->len + WRITE_CACHE_ITEM_OVERHEAD;
+    journal_submit(bk->journal);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- reads -- */
+
+typedef struct read_job {
+    bookie_t *bk;
+    int64_t ledger_id, entry_id;
+    entry_log_t *log; /* one reader reference */
+    uint32_t log_id;
+    uint64_t offset;
+    uint32_t length;
+    qbuf_t *out;
+    int rc;
+    bookie_read_cb cb;
+    void *arg;
+} read_job_t;
+
+static void bookie_read_work(void *p)
+{
+    read_job_t *j = p;
+    j->rc = entry_log_read(j->log, j->offset, j->length, j->ledger_id, j->entry_id, &j->out);
+}
+
+static void bookie_read_done(void *p)
+{
+    read_job_t *j = p;
+    bookie_t *bk = j->bk;
+    pthread_mutex_lock(&bk->lock);
+    const ledger_t *l = ledger_find(&bk->ledgers, j->ledger_id);
+    int64_t lac = l ? l->lac : -1;
+    if (j->rc == 0 && (!l || l->deleted)) {
+        j->rc = QE_NO_LEDGER; /* deleted while the read was in flight */
+        qbuf_unref(j->out);
+        j->out = NULL;
+    }
+    /* Cache only if no newer version was added meanwhile (re-add before fence). */
+    const idx_loc_t *loc = j->rc == 0 ? ledger_index_find(l, j->entry_id) : NULL;
+    bool current = loc && loc->log_id == j->log_id && loc->offset == j->offset &&
+                   !write_cache_get(bk->active, j->ledger_id, j->entry_id) &&
+                   !write_cache_get(bk->frozen, j->ledger_id, j->entry_id);
+    entry_log_unref(j->log); /* last: j->log may be freed */
+    pthread_mutex_unlock(&bk->lock);
+    if (current)
+        read_cache_put(&bk->rcache, j->ledger_id, j->entry_id, j->out);
+    bk->reads_pending--;
+    j->cb(j->rc, j->ledger_id, j->entry_id, j->rc == 0 ? j->out : NULL, lac, j->arg);
+    qbuf_unref(j->out);
+    free(j);
+}
+
+/* Memory lookups; returns a new reference or NULL. */
+static qbuf_t *bookie_read_cached(bookie_t *bk, int64_t ledger_id, int64_t entry_id)
+{
+    qbuf_t *b = write_cache_get(bk->active, ledger_id, entry_id);
+    if (!b)
+        b = write_cache_get(bk->frozen, ledger_id, entry_id);
+    if (!b)
+        b = read_cache_get(&bk->rcache, ledger_id, entry_id);
+    return b ? qbuf_ref(b) : NULL;
+}
+
+static int bookie_read_disk(bookie_t *bk, const idx_loc_t *loc, int64_t ledger_id,
+                            bookie_read_cb cb, void *arg)
+{
+    read_job_t *j = calloc(1, sizeof *j);
+    if (!j)
+        return -ENOMEM;
+    *j = (read_job_t){.bk = bk,
+                      .ledger_id = ledger_id,
+                      .entry_id = loc->entry_id,
+                      .log = log_table_find(&bk->logs, loc->log_id),
+                      .log_id = loc->log_id,
+                      .offset = loc->offset,
+                      .length = loc->length,
+                      .cb = cb,
+                      .arg = arg};
+    assert(j->log != NULL);
+    j->log->refs++;
+    if (qexec_submit(bk->readers, bookie_read_work, bookie_read_done, j) != 0) {
+        entry_log_unref(j->log);
+        free(j);
+        return QE_BUSY;
+    }
+    bk->reads_pending++;
+    return 0;
+}
+
+int bookie_read(bookie_t *bk, int64_t ledger_id, int64_t entry_id, bookie_read_cb cb, void *arg)
+{
+    if (bk->closing)
+        return bookie_refuse(bk, QE_SHUTDOWN, "read", ledger_id, entry_id);
+    if (!cb)
+        return QE_INVALID;
+    if (bk->reads_pending >= BOOKIE_READS_PENDING_MAX)
+        return bookie_refuse(bk, QE_BUSY, "read (reads in flight bound)", ledger_id, entry_id);
+    bk->stats.reads++;
+    bk_imm_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    *m = (bk_imm_t){.kind = IMM_READ, .ledger_id = ledger_id, .entry_id = entry_id, .arg = arg};
+    m->cb.read = cb;
+    pthread_mutex_lock(&bk->lock);
+    const ledger_t *l = ledger_find(&bk->ledgers, ledger_id);
+    if (!l || l->deleted) {
+        m->rc = QE_NO_LEDGER;
+    } else {
+        m->lac = l->lac;
+        m->entry = bookie_read_cached(bk, ledger_id, entry_id);
+        const idx_loc_t *loc = m->entry ? NULL : ledger_index_find(l, entry_id);
+        if (m->entry) {
+            bk->stats.read_cache_hits++;
+        } else if (!loc) {
+            m->rc = QE_NO_ENTRY;
+        } else {
+            int rc = bookie_read_disk(bk, loc, ledger_id, cb, arg);
+            pthread_mutex_unlock(&bk->lock);
+            free(m);
+            return rc ? bookie_refuse(bk, rc, "read", ledger_id, entry_id) : 0;
+        }
+    }
+    pthread_mutex_unlock(&bk->lock);
+    return bookie_imm_post(bk, m);
+}
+
+/* ------------------------------------------------- fence, lac, delete -- */
+
+int bookie_read_lac(bookie_t *bk, int64_t ledger_id, bookie_lac_cb cb, void *arg)
+{
+    if (bk->closing)
+        return bookie_refuse(bk, QE_SHUTDOWN, "read_lac", ledger_id, -1);
+    if (!cb)
+        return QE_INVALID;
+    pthread_mutex_lock(&bk->lock);
+    const ledger_t *l = ledger_find(&bk->ledgers, ledger_id);
+    int rc = !l || l->deleted ? QE_NO_LEDGER : 0;
+    int64_t lac = rc ? -1 : l->lac;
+    pthread_mutex_unlock(&bk->lock);
+    return bookie_post_lac(bk, rc, ledger_id, lac, cb, arg);
+}
+
+int bookie_last_entry(bookie_t *bk, int64_t ledger_id, bookie_lac_cb cb, void *arg)
+{
+    if (bk->closing)
+        return bookie_refuse(bk, QE_SHUTDOWN, "last_entry", ledger_id, -1);
+    if (!cb)
+        return QE_INVALID;
+    pthread_mutex_lock(&bk->lock);
+    const ledger_t *l = ledger_find(&bk->ledgers, ledger_id);
+    int rc = !l || l->deleted ? QE_NO_LEDGER : 0;
+    int64_t last = rc ? -1 : l->last_entry;
+    pthread_mutex_unlock(&bk->lock);
+    return bookie_post_lac(bk, rc, ledger_id, last, cb, arg);
+}
+
+/* Queues a FENCE or DELETE record; the in-memory change is already made. */
+static int bookie_journal_meta(bookie_t *bk, uint32_t type, int64_t ledger_id, void *cb, void *arg)
+{
+    journal_req_t *r = journal_next_slot(bk->journal);
+    if (!r)
+        return bookie_refuse(bk, QE_BUSY, type == JREC_FENCE ? "fence" : "delete", ledger_id, -1);
+    r->type = type;
+    r->ledger_id = ledger_id;
+    r->entry_id = -1;
+    r->lac = -1;
+    if (type == JREC_FENCE)
+        r->cb.lac = (bookie_lac_cb)cb;
+    else
+        r->cb.done = (bookie_done_cb)cb;
+    r->arg = arg;
+    journal_submit(bk->journal);
+    return 0;
+}
+
+static int bookie_check_meta_call(bookie_t *bk, const char *what, int64_t ledger_id, bool has_cb)
+{
+    if (bk->closing)
+        return bookie_refuse(bk, QE_SHUTDOWN, what, ledger_id, -1);
+    if (!has_cb || ledger_id < 0)
+        return bookie_refuse(bk, QE_INVALID, what, ledger_id, -1);
+    if (bk->read_only)
+        return bookie_refuse(bk, QE_READ_ONLY, what, ledger_id, -1);
+    if (journal_next_slot(bk->journal) == NULL)
+        return bookie_refuse(bk, QE_BUSY, what, ledger_id, -1);
+    return 0;
+}
+
+int bookie_fence(bookie_t *bk, int64_t ledger_id, bookie_lac_cb cb, void *arg)
+{
+    int rc = bookie_check_meta_call(bk, "fence", ledger_id, cb != NULL);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&bk->lock);
+    ledger_t *l = ledger_get_or_create(&bk->ledgers, ledger_id);
+    rc = !l ? -ENOMEM : l->deleted ? QE_NO_LEDGER : 0;
+    if (rc == 0 && !l->fenced) {
+        l->fenced = true;
+        l->dirty = true;
+    }
+    pthread_mutex_unlock(&bk->lock);
+    if (rc)
+        return bookie_refuse(bk, rc, "fence", ledger_id, -1);
+    return bookie_journal_meta(bk, JREC_FENCE, ledger_id, (void *)cb, arg);
+}
+
+int bookie_delete_ledger(bookie_t *bk, int64_t ledger_id, bookie_done_cb cb, void *arg)
+{
+    int rc = bookie_check_meta_call(bk, "delete", ledger_id, cb != NULL);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&bk->lock);
+    ledger_t *l = ledger_find(&bk->ledgers, ledger_id);
+    bool known = l && !l->deleted;
+    if (known)
+        ledger_mark_deleted(&bk->ledgers, l);
+    pthread_mutex_unlock(&bk->lock);
+    if (!known) /* nothing to forget: done, idempotently */
+        return bookie_post_done(bk, 0, cb, arg);
+    write_cache_drop_ledger(bk->active, ledger_id);
+    log_info("bookie", "ledger %" PRId64 " deleted", ledger_id);
+    return bookie_journal_meta(bk, JREC_DELETE, ledger_id, (void *)cb, arg);
+}
+
+/* ---------------------------------------------------------------- stats -- */
+
+void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
+{
+    *out = bk->stats;
+    journal_get_stats(bk->journal, &out->journal_syncs, &out->journal_sync_us_total);
+    pthread_mutex_lock(&bk->lock);
+    out->ledgers = bk->ledgers.live;
+    out->entry_logs = bk->logs.count;
+    out->entry_log_bytes = bk->logs.bytes;
+    pthread_mutex_unlock(&bk->lock);
+    out->gc_logs_removed = atomic_load(&bk->gc_logs_removed);
+    out->gc_logs_compacted = atomic_load(&bk->gc_logs_compacted);
+}
+
+void bookie_test_fail_journal(bookie_t *bk, int err)
+{
+    journal_inject_error(bk->journal, err);
+}
+
+void bookie_test_fail_flush(bookie_t *bk, int err)
+{
+    pthread_mutex_lock(&bk->flock);
+    bk->writer.inject = err;
+    pthread_mutex_unlock(&bk->flock);
+}
+
+/* ------------------------------------------------------- open: rebuild -- */
+
+static int bookie_rebuild_entry(void *ctx, int64_t ledger_id, int64_t entry_id, uint32_t log_id,
+                                uint64_t offset, uint32_t length)
+{
+    bookie_t *bk = ctx;
+    ledger_t *l = ledger_find(&bk->ledgers, ledger_id);
+    if (l && l->deleted)
+        return 0;
+    if (!l && !(l = ledger_get_or_create(&bk->ledgers, ledger_id)))
+        return -ENOMEM;
+    if (entry_id > l->last_entry)
+        l->last_entry = entry_id;
+    return ledger_index_put(l, entry_id, log_id, offset, length);
+}
+
+static int bookie_replay_record(void *ctx, const journal_record_t *rec)
+{
+    bookie_t *bk = ctx;
+    if (rec->type == JREC_CHECKPOINT)
+        return 0;
+    ledger_t *l = ledger_get_or_create(&bk->ledgers, rec->ledger_id);
+    if (!l)
+        return -ENOMEM;
+    if (rec->type == JREC_FENCE) {
+        l->dirty |= !l->fenced;
+        l->fenced = true;
+    } else if (rec->type == JREC_DELETE) {
+        ledger_mark_deleted(&bk->ledgers, l);
+        write_cache_drop_ledger(bk->active, rec->ledger_id);
+    } else if (!l->deleted) {
+        qbuf_t *b = qbuf_copy(rec->payload, rec->len);
+        if (!b || write_cache_put(bk->active, rec->ledger_id, rec->entry_id, b) != 0) {
+            qbuf_unref(b);
+            return -ENOMEM;
+        }
+        l->dirty = true;
+        if (rec->lac > l->lac)
+            l->lac = rec->lac;
+        if (rec->entry_id > l->last_entry)
+            l->last_entry = rec->entry_id;
+        if (bk->active->bytes >= bk->cfg.write_cache_bytes) { /* flush, no checkpoint yet */
+            int rc = flush_run(bk, bk->active, (journal_pos_t){0, 0}, false);
+            write_cache_clear(bk->active);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* Index from the entry logs, then the journal since the checkpoint, then a
+ * checkpoint at the start of a fresh journal file. */
+static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
+{
+    journal_pos_t cp;
+    uint64_t records;
+    uint32_t next_log;
+    int rc = checkpoint_load(bk->ldir, &cp);
+    if (rc == 0)
+        rc = ledger_meta_load(&bk->ledgers, bk->ldir, &bk->meta_size, &records);
+    bk->meta_records = records;
+    if (rc == 0)
+        rc = log_table_load(&bk->logs, bk->ldir, bookie_rebuild_entry, bk, &next_log);
+    if (rc == 0)
+        rc = elog_writer_init(&bk->writer, bk->ldir, bk->cfg.entry_log_size_bytes, &bk->lock,
+                              &bk->logs, next_log);
+    if (rc == 0)
+        rc = meta_file_open(bk);
+    if (rc == 0)
+        rc = journal_replay(bk->jdir, cp, bookie_replay_record, bk, next_seq);
+    if (rc == 0) {
+        bk->acked_pos = (journal_pos_t){*next_seq, 0};
+        bk->cp_pos = bk->acked_pos;
+        rc = flush_run(bk, bk->active, bk->acked_pos, true);
+        write_cache_clear(bk->active);
+    }
+    if (rc == 0)
+        log_info("bookie",
+                 "opened %s: %" PRIu64 " ledgers, %u entry logs, journal from "
+                 "%016" PRIx64 ":%" PRIu64,
+                 bk->dir, bk->ledgers.live, bk->logs.count, cp.seq, cp.off);
+    return rc;
+}
+
+/* ---------------------------------------------------------- open, close -- */
+
+static int bookie_check_config(const bookie_config_t *cfg)
+{
+    if (!cfg->data_dir || !*cfg->data_dir || strlen(cfg->data_dir) > PATH_MAX - 64 ||
+        !cfg->journal_group_bytes_max || !cfg->journal_group_entries_max ||
+        !cfg->journal_file_size_bytes || !cfg->entry_log_size_bytes || !cfg->write_cache_bytes ||
+        !cfg->flush_interval_ms || !cfg->pending_adds_max || !cfg->gc_interval_ms ||
+        cfg->pending_adds_max > (1u << 24) || cfg->gc_compact_ratio < 0 ||
+        cfg->gc_compact_ratio > 1)
+        return QE_INVALID;
+    return 0;
+}
+
+static int bookie_init_dirs(bookie_t *bk)
+{
+    if (asprintf(&bk->jdir, "%s/journal", bk->dir) < 0 ||
+        asprintf(&bk->ldir, "%s/ledgers", bk->dir) < 0)
+        return -ENOMEM;
+    int rc = bk_mkdir(bk->dir);
+    if (rc == 0)
+        rc = bk_mkdir(bk->jdir);
+    if (rc == 0)
+        rc = bk_mkdir(bk->ldir);
+    if (rc)
+        log_error("bookie", "cannot create directories under %s: %s", bk->dir, q_strerror(rc));
+    return rc;
+}
+
+static void bookie_start_timers(bookie_t *bk)
+{
+    ev_timer_init(&bk->flush_timer, bookie_flush_timer_cb, bk->cfg.flush_interval_ms / 1000.0,
+                  bk->cfg.flush_interval_ms / 1000.0);
+    bk->flush_timer.data = bk;
+    ev_timer_start(bk->loop, &bk->flush_timer);
+    ev_unref(bk->loop); /* the bookie alone does not keep ev_run() alive */
+    ev_timer_init(&bk->gc_timer, bookie_gc_timer_cb, bk->cfg.gc_interval_ms / 1000.0,
+                  bk->cfg.gc_interval_ms / 1000.0);
+    bk->gc_timer.data = bk;
+    ev_timer_start(bk->loop, &bk->gc_timer);
+    ev_unref(bk->loop);
+}
+
+static void bookie_free(bookie_t *bk)
+{
+    journal_free(bk->journal);
+    write_cache_clear(&bk->caches[0]);
+    write_cache_clear(&bk->caches[1]);
+    read_cache_free(&bk->rcache);
+    ledger_table_free(&bk->ledgers);
+    log_table_free(&bk->logs);
+    elog_writer_free(&bk->writer);
+    if (bk->meta_fd >= 0)
+        close(bk->meta_fd);
+    pthread_mutex_destroy(&bk->lock);
+    pthread_mutex_destroy(&bk->flock);
+    pthread_cond_destroy(&bk->fcond);
+    free(bk->dir);
+    free(bk->jdir);
+    free(bk->ldir);
+    free(bk);
+}
+
+/* Stops threads and delivers everything they posted (loop thread). */
+static void bookie_stop_threads(bookie_t *bk)
+{
+    if (bk->opened) {
+        ev_ref(bk->loop);
+        ev_timer_stop(bk->loop, &bk->flush_timer);
+        ev_ref(bk->loop);
+        ev_timer_stop(bk->loop, &bk->gc_timer);
+    }
+    journal_stop(bk->journal);
+    flusher_stop(bk);
+    qexec_free(bk->readers); /* runs the read completions */
+    bk->readers = NULL;
+    qloop_mailbox_free(bk->mb); /* runs journal, flush and GC completions */
+    bk->mb = NULL;
+}
+
+int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out)
+{
+    if (bookie_check_config(cfg)) {
+        log_error("bookie", "invalid bookie configuration");
+        return QE_INVALID;
+    }
+    bookie_t *bk = calloc(1, sizeof *bk);
+    if (!bk)
+        return -ENOMEM;
+    bk->loop = loop;
+    bk->cfg = *cfg;
+    bk->dir = strdup(cfg->data_dir);
+    bk->cfg.data_dir = bk->dir;
+    bk->meta_fd = -1;
+    bk->writer.idx_fd = -1;
+    pthread_mutex_init(&bk->lock, NULL);
+    pthread_mutex_init(&bk->flock, NULL);
+    pthread_cond_init(&bk->fcond, NULL);
+    write_cache_init(&bk->caches[0]);
+    write_cache_init(&bk->caches[1]);
+    bk->active = &bk->caches[0];
+    int rc = bk->dir ? bookie_init_dirs(bk) : -ENOMEM;
+    if (rc == 0)
+        rc = ledger_table_init(&bk->ledgers);
+    if (rc == 0)
+        rc = read_cache_init(&bk->rcache, cfg->read_cache_bytes);
+    bk->mb = rc ? NULL : qloop_mailbox_new(loop);
+    bk->readers = bk->mb ? qexec_new(loop, "bk-read", BOOKIE_READER_THREADS, 4096) : NULL;
+    if (rc == 0 && !bk->readers)
+        rc = -ENOMEM;
+    uint64_t seq = 0;
+    if (rc == 0)
+        rc = bookie_recover(bk, &seq);
+    journal_config_t jc = {bk->jdir,
+                           cfg->journal_sync,
+                           cfg->journal_group_wait_us_max,
+                           cfg->journal_group_bytes_max,
+                           cfg->journal_group_entries_max,
+                           cfg->journal_file_size_bytes,
+                           cfg->pending_adds_max + BOOKIE_RING_HEADROOM};
+    if (rc == 0)
+        rc = journal_open(&jc, seq, bk->mb, bookie_group_done, bk, &bk->journal);
+    if (rc == 0)
+        rc = flusher_start(bk);
+    if (rc) {
+        log_error("bookie", "cannot open the bookie in %s: %s", cfg->data_dir, q_strerror(rc));
+        bookie_stop_threads(bk);
+        bookie_free(bk);
+        return rc;
+    }
+    bookie_start_timers(bk);
+    bk->opened = true;
+    *out = bk;
+    return 0;
+}
+
+/* Stops accepting, completes what is in flight, fails GC waiters left. */
+static void bookie_shutdown(bookie_t *bk)
+{
+    bk->closing = true;
+    bookie_stop_threads(bk);
+    for (uint32_t i = 0; i < bk->n_gc_cur; i++)
+        bk->gc_cur[i].cb(QE_SHUTDOWN, bk->gc_cur[i].arg);
+    for (uint32_t i = 0; i < bk->n_gc_next; i++)
+        bk->gc_next[i].cb(QE_SHUTDOWN, bk->gc_next[i].arg);
+    bk->n_gc_cur = bk->n_gc_next = 0;
+}
+
+void bookie_test_abandon(bookie_t *bk)
+{
+    bookie_shutdown(bk);
+    bookie_free(bk);
+}
+
+void bookie_close(bookie_t *bk)
+{
+    if (!bk)
+        return;
+    bookie_shutdown(bk);
+    if (!atomic_load(&bk->flush_failed) && !bk->frozen) {
+        int rc = flush_run(bk, bk->active, bk->acked_pos, true);
+        if (rc)
+            log_warn("bookie", "final checkpoint failed (%s): the journal will be replayed",
+                     q_strerror(rc));
+    }
+    log_info("bookie", "closed %s", bk->dir);
+    bookie_free(bk);
+}

@@ -1,0 +1,120 @@
+/*
+ * bookie_int.h — the bookie's private state, shared by bookie.c (API, read
+ * path, completions) and flush.c (flush thread, checkpoint, GC). Not included
+ * outside storage/bookie/ (tests may, for fault injection).
+ *
+ * Who owns what:
+ *   loop thread   — active/frozen write caches (the frozen one is immutable
+ *                   while flushing), read cache, journal ring head/tail,
+ *                   pending counters, timers, GC waiters, acked_pos.
+ *   bookie lock   — ledger table (metadata + index) and log table; taken by
+ *                   the loop (adds, reads, fence, delete) and the flush thread
+ *                   (index updates, metadata snapshots, GC). Held briefly,
+ *                   never across I/O.
+ *   flush thread  — entry log writer, ledgers.meta fd, per-log ledger maps;
+ *                   runs flushes and GC passes one at a time (never both).
+ *   journal thread— journal files (journal.c).
+ *
+ * Checkpoint rule: when the loop freezes the active write cache it records
+ * cp = acked_pos, the journal end after the last group it completed. Every add
+ * acknowledged before cp is in the frozen cache or already in an entry log, so
+ * once the frozen cache, the index and ledgers.meta are durable, replay can
+ * start at cp and journal files before cp.seq can be deleted.
+ */
+#ifndef QUIRE_STORAGE_BOOKIE_INT_H
+#define QUIRE_STORAGE_BOOKIE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common/exec.h"
+#include "storage/bookie/bookie.h"
+#include "storage/bookie/cache.h"
+#include "storage/bookie/entry_log.h"
+#include "storage/bookie/journal.h"
+#include "storage/bookie/ledger_index.h"
+
+#define BOOKIE_ENTRY_BYTES_MAX (32u << 20) /* larger adds get QE_TOO_LARGE */
+#define BOOKIE_READS_PENDING_MAX 65536     /* reads in flight; beyond: QE_BUSY */
+#define BOOKIE_READER_THREADS 2
+#define BOOKIE_GC_WAITERS_MAX 64
+#define BOOKIE_RING_HEADROOM 1024 /* ring slots beyond pending_adds_max for fence/delete */
+#define BOOKIE_CHECKPOINT_FILE "checkpoint"
+
+typedef struct gc_waiter {
+    bookie_done_cb cb;
+    void *arg;
+} gc_waiter_t;
+
+struct bookie {
+    struct ev_loop *loop;
+    bookie_config_t cfg;
+    char *dir, *jdir, *ldir;
+    qloop_mailbox_t *mb;
+    qexec_t *readers;
+    journal_t *journal;
+
+    pthread_mutex_t lock;
+    ledger_table_t ledgers;
+    log_table_t logs;
+
+    /* ---- loop thread ---- */
+    write_cache_t caches[2];
+    write_cache_t *active, *frozen;
+    read_cache_t rcache;
+    journal_pos_t acked_pos; /* journal end after the last completed group */
+    journal_pos_t cp_pos;    /* checkpoint of the last flush handed over */
+    bool journal_dirty;      /* records other than CHECKPOINT since the last freeze */
+    bool closing, flushing, opened;
+    int read_only; /* 0, or the error that made the bookie refuse adds */
+    uint32_t adds_pending;
+    uint64_t pending_bytes;
+    uint32_t reads_pending;
+    ev_timer flush_timer, gc_timer;
+    bool gc_running;
+    gc_waiter_t gc_cur[BOOKIE_GC_WAITERS_MAX], gc_next[BOOKIE_GC_WAITERS_MAX];
+    uint32_t n_gc_cur, n_gc_next;
+    uint64_t refusal_log_us; /* rate limit of refusal warnings */
+    uint64_t refusals_suppressed;
+    bookie_stats_t stats; /* loop-updated fields */
+
+    /* ---- flush thread ---- */
+    pthread_t flusher;
+    bool flusher_started;
+    pthread_mutex_t flock;
+    pthread_cond_t fcond;
+    write_cache_t *job_wc; /* flush request: the frozen cache and its checkpoint */
+    journal_pos_t job_cp;
+    bool job_flush, job_gc, flusher_stopping;
+    elog_writer_t writer;
+    int meta_fd;
+    uint64_t meta_size, meta_records;
+    bool meta_rewrite; /* tombstones collected: rewrite ledgers.meta */
+    atomic_int flush_failed;
+    atomic_uint_fast64_t gc_logs_removed, gc_logs_compacted;
+};
+
+/* flush.c */
+int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint);
+int gc_run(bookie_t *bk);
+int checkpoint_load(const char *ldir, journal_pos_t *out);
+int meta_file_open(bookie_t *bk);
+int flusher_start(bookie_t *bk);
+/* Finishes the job in progress and any queued one, then joins. */
+void flusher_stop(bookie_t *bk);
+void flusher_request_flush(bookie_t *bk, write_cache_t *wc, journal_pos_t cp);
+void flusher_request_gc(bookie_t *bk);
+
+/* bookie.c: completions posted by the flush thread, run on the loop. */
+void bookie_flush_done(bookie_t *bk, int rc);
+void bookie_gc_done(bookie_t *bk, int rc);
+
+/* Fault injection for tests: the next journal group write, or the next entry
+ * log sync, fails with err (e.g. -ENOSPC, -EIO). Loop thread. */
+void bookie_test_fail_journal(bookie_t *bk, int err);
+void bookie_test_fail_flush(bookie_t *bk, int err);
+/* Closes like a crash after the last acknowledgement: threads stopped and
+ * memory freed, but no final flush or checkpoint (the journal must replay). */
+void bookie_test_abandon(bookie_t *bk);
+
+#endif

@@ -1,0 +1,531 @@
+/*
+ * entry_log.c — entry log records, idx files, the log table and the flush
+ * thread's log writer (formats and threading in entry_log.h).
+ *
+ * Writer invariants: buf holds the bytes [buf_off, buf_off + buf_len) of the
+ * current log, not yet written; wr_off == buf_off + buf_len; every record
+ * appended since the last elog_sync has its idx record in ibuf.
+ */
+#include "storage/bookie/entry_log.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/crc32c.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "storage/bookie/bookie_io.h"
+
+#define ELOG_STAGE_BYTES (1u << 20)
+
+/* --------------------------------------------------------- ledger bytes -- */
+
+static uint32_t lb_slot(const lb_map_t *m, uint64_t key)
+{
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    uint32_t i = (uint32_t)(h >> 32) & (m->cap - 1);
+    while (m->keys[i] && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+int lb_map_add(lb_map_t *m, int64_t ledger_id, uint64_t bytes)
+{
+    uint64_t key = (uint64_t)ledger_id + 1;
+    if ((m->count + 1) * 2 > m->cap) {
+        lb_map_t n = {0};
+        n.cap = m->cap ? m->cap * 2 : 16;
+        n.keys = calloc(n.cap, sizeof *n.keys);
+        n.vals = calloc(n.cap, sizeof *n.vals);
+        if (!n.keys || !n.vals) {
+            free(n.keys);
+            free(n.vals);
+            return -ENOMEM;
+        }
+        for (uint32_t i = 0; i < m->cap; i++) {
+            if (!m->keys[i])
+                continue;
+            uint32_t s = lb_slot(&n, m->keys[i]);
+            n.keys[s] = m->keys[i];
+            n.vals[s] = m->vals[i];
+        }
+        n.count = m->count;
+        free(m->keys);
+        free(m->vals);
+        *m = n;
+    }
+    uint32_t s = lb_slot(m, key);
+    if (!m->keys[s]) {
+        m->keys[s] = key;
+        m->count++;
+    }
+    m->vals[s] += bytes;
+    return 0;
+}
+
+bool lb_map_has(const lb_map_t *m, int64_t ledger_id)
+{
+    return m->cap && m->keys[lb_slot(m, (uint64_t)ledger_id + 1)] != 0;
+}
+
+/* ------------------------------------------------------------ log table -- */
+
+static void elog_path(char *out, size_t n, const char *dir, uint32_t id, const char *ext)
+{
+    snprintf(out, n, "%s/%08" PRIx32 ".%s", dir, id, ext);
+}
+
+entry_log_t *log_table_find(const log_table_t *t, uint32_t id)
+{
+    uint32_t lo = 0, hi = t->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->logs[mid]->id == id)
+            return t->logs[mid];
+        if (t->logs[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static int log_table_append(log_table_t *t, entry_log_t *log)
+{
+    assert(t->count == 0 || t->logs[t->count - 1]->id < log->id);
+    if (t->count == t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 16;
+        entry_log_t **n = realloc(t->logs, cap * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        t->logs = n;
+        t->cap = cap;
+    }
+    t->logs[t->count++] = log;
+    t->bytes += log->size;
+    return 0;
+}
+
+static void entry_log_destroy(entry_log_t *log)
+{
+    if (log->fd >= 0)
+        close(log->fd);
+    free(log->ledgers.keys);
+    free(log->ledgers.vals);
+    free(log);
+}
+
+void log_table_remove(log_table_t *t, entry_log_t *log)
+{
+    uint32_t i = 0;
+    while (i < t->count && t->logs[i] != log)
+        i++;
+    assert(i < t->count);
+    memmove(&t->logs[i], &t->logs[i + 1], (t->count - i - 1) * sizeof *t->logs);
+    t->count--;
+    t->bytes -= log->size;
+    log->removed = true;
+    if (log->refs == 0)
+        entry_log_destroy(log);
+}
+
+void entry_log_unref(entry_log_t *log)
+{
+    assert(log->refs > 0);
+    if (--log->refs == 0 && log->removed)
+        entry_log_destroy(log);
+}
+
+void log_table_free(log_table_t *t)
+{
+    for (uint32_t i = 0; i < t->count; i++) {
+        assert(t->logs[i]->refs == 0);
+        entry_log_destroy(t->logs[i]);
+    }
+    free(t->logs);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---------------------------------------------------------- load at open -- */
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Ids of the files of dir ending in ext; *out freed by the caller. */
+static int elog_list(const char *dir, const char *ext, uint32_t **out, uint32_t *n)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    uint32_t cap = 64, cnt = 0;
+    uint32_t *v = malloc(cap * sizeof *v);
+    struct dirent *de;
+    char want[8];
+    snprintf(want, sizeof want, ".%s", ext);
+    while (v && (de = readdir(d))) {
+        uint32_t id;
+        char tail[8];
+        if (strlen(de->d_name) != 12 || sscanf(de->d_name, "%8" SCNx32 "%7s", &id, tail) != 2 ||
+            strcmp(tail, want) != 0)
+            continue;
+        if (cnt == cap) {
+            uint32_t *nv = realloc(v, (cap *= 2) * sizeof *v);
+            if (!nv) {
+                free(v);
+                v = NULL;
+                break;
+            }
+            v = nv;
+        }
+        v[cnt++] = id;
+    }
+    closedir(d);
+    if (!v)
+        return -ENOMEM;
+    qsort(v, cnt, sizeof *v, u32_cmp);
+    *out = v;
+    *n = cnt;
+    return 0;
+}
+
+static bool idx_record_valid(const uint8_t *r)
+{
+    return crc32c(0, r, 28) == get_le32(r + 28);
+}
+
+/* Reads <id>.idx, calling fn per valid record; truncates a bad tail. */
+static int elog_load_idx(entry_log_t *log, const char *dir, elog_index_fn fn, void *ctx)
+{
+    char path[PATH_MAX];
+    elog_path(path, sizeof path, dir, log->id, "idx");
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    enum { CHUNK = 4096 };
+    uint8_t *buf = malloc(CHUNK * ELOG_IDX_RECORD_BYTES);
+    uint64_t off = 0;
+    int rc = buf ? 0 : -ENOMEM;
+    bool bad = false;
+    while (rc == 0 && !bad) {
+        ssize_t n = pread(fd, buf, CHUNK * ELOG_IDX_RECORD_BYTES, (off_t)off);
+        if (n <= 0) {
+            rc = n < 0 ? -errno : 0;
+            break;
+        }
+        for (size_t i = 0; i + ELOG_IDX_RECORD_BYTES <= (size_t)n && rc == 0;
+             i += ELOG_IDX_RECORD_BYTES) {
+            const uint8_t *r = buf + i;
+            if (!idx_record_valid(r)) {
+                bad = true;
+                break;
+            }
+            int64_t lid = (int64_t)get_le64(r), eid = (int64_t)get_le64(r + 8);
+            uint64_t roff = get_le64(r + 16);
+            uint32_t len = get_le32(r + 24);
+            off += ELOG_IDX_RECORD_BYTES;
+            if (roff + ELOG_HEADER_BYTES + len > log->size) {
+                log_warn("bookie",
+                         "%s: entry %" PRId64 ":%" PRId64 " points past the end of "
+                         "its log; skipped",
+                         path, lid, eid);
+                continue;
+            }
+            rc = lb_map_add(&log->ledgers, lid, ELOG_HEADER_BYTES + len);
+            if (rc == 0)
+                rc = fn(ctx, lid, eid, log->id, roff, len);
+        }
+        if ((size_t)n % ELOG_IDX_RECORD_BYTES)
+            bad = true;
+    }
+    struct stat st;
+    if (rc == 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size > off) {
+        log_warn("bookie", "%s: torn or corrupt record at offset %" PRIu64 ", truncating", path,
+                 off);
+        if (ftruncate(fd, (off_t)off) < 0 || fsync(fd) < 0)
+            rc = -errno;
+    }
+    log->idx_size = off;
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+static int elog_load_one(log_table_t *t, const char *dir, uint32_t id, elog_index_fn fn, void *ctx)
+{
+    char path[PATH_MAX];
+    elog_path(path, sizeof path, dir, id, "log");
+    entry_log_t *log = calloc(1, sizeof *log);
+    if (!log)
+        return -ENOMEM;
+    log->id = id;
+    log->fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    if (log->fd < 0 || fstat(log->fd, &st) < 0) {
+        int rc = -errno;
+        log_error("bookie", "cannot open entry log %s: %s", path, q_strerror(rc));
+        entry_log_destroy(log);
+        return rc;
+    }
+    log->size = (uint64_t)st.st_size;
+    int rc = log_table_append(t, log);
+    if (rc) {
+        entry_log_destroy(log);
+        return rc;
+    }
+    rc = elog_load_idx(log, dir, fn, ctx);
+    if (rc)
+        log_error("bookie", "cannot load the index of entry log %s: %s", path, q_strerror(rc));
+    return rc;
+}
+
+int log_table_load(log_table_t *t, const char *dir, elog_index_fn fn, void *ctx, uint32_t *next_id)
+{
+    uint32_t *ids = NULL, *idx_ids = NULL, n = 0, nidx = 0;
+    int rc = elog_list(dir, "log", &ids, &n);
+    if (rc == 0)
+        rc = elog_list(dir, "idx", &idx_ids, &nidx);
+    *next_id = 1;
+    for (uint32_t i = 0; rc == 0 && i < nidx; i++) {
+        if (bsearch(&idx_ids[i], ids, n, sizeof *ids, u32_cmp))
+            continue;
+        char path[PATH_MAX];
+        elog_path(path, sizeof path, dir, idx_ids[i], "idx");
+        log_warn("bookie", "removing %s: its entry log is gone", path);
+        unlink(path);
+        if (idx_ids[i] >= *next_id)
+            *next_id = idx_ids[i] + 1;
+    }
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        rc = elog_load_one(t, dir, ids[i], fn, ctx);
+        if (ids[i] >= *next_id)
+            *next_id = ids[i] + 1;
+    }
+    free(ids);
+    free(idx_ids);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ read -- */
+
+static void elog_header_encode(uint8_t *h, int64_t ledger_id, int64_t entry_id, uint32_t len)
+{
+    put_le32(h, ELOG_MAGIC);
+    put_le32(h + 4, len);
+    put_le32(h + 8, 0);
+    put_le32(h + 12, 0);
+    put_le64(h + 16, (uint64_t)ledger_id);
+    put_le64(h + 24, (uint64_t)entry_id);
+}
+
+int entry_log_read(const entry_log_t *log, uint64_t offset, uint32_t length, int64_t ledger_id,
+                   int64_t entry_id, qbuf_t **out)
+{
+    qbuf_t *b = qbuf_new(length);
+    if (!b)
+        return -ENOMEM;
+    uint8_t h[ELOG_HEADER_BYTES];
+    int rc = bk_pread_all(log->fd, h, sizeof h, offset);
+    if (rc == 0)
+        rc = bk_pread_all(log->fd, b->data, length, offset + ELOG_HEADER_BYTES);
+    const char *why = rc == QE_CORRUPT ? "short file" : NULL;
+    if (rc == 0) {
+        uint32_t crc = get_le32(h + 8);
+        put_le32(h + 8, 0);
+        if (get_le32(h) != ELOG_MAGIC)
+            why = "bad magic";
+        else if (get_le32(h + 4) != length || (int64_t)get_le64(h + 16) != ledger_id ||
+                 (int64_t)get_le64(h + 24) != entry_id)
+            why = "header does not match the index";
+        else if (crc32c(crc32c(0, h, sizeof h), b->data, length) != crc)
+            why = "checksum mismatch";
+        if (why)
+            rc = QE_CORRUPT;
+    }
+    if (rc) {
+        log_error("bookie",
+                  "entry log %08" PRIx32 " offset %" PRIu64 " (entry %" PRId64 ":%" PRId64 "): %s",
+                  log->id, offset, ledger_id, entry_id, why ? why : q_strerror(rc));
+        qbuf_unref(b);
+        return rc;
+    }
+    b->len = length;
+    *out = b;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- writer -- */
+
+int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, pthread_mutex_t *lock,
+                     log_table_t *table, uint32_t next_id)
+{
+    memset(w, 0, sizeof *w);
+    w->dir = strdup(dir);
+    w->max_size = max_size;
+    w->lock = lock;
+    w->table = table;
+    w->idx_fd = -1;
+    w->next_id = next_id;
+    w->buf_cap = ELOG_STAGE_BYTES;
+    w->buf = malloc(w->buf_cap);
+    return w->dir && w->buf ? 0 : -ENOMEM;
+}
+
+void elog_writer_free(elog_writer_t *w)
+{
+    if (w->idx_fd >= 0)
+        close(w->idx_fd);
+    free(w->dir);
+    free(w->buf);
+    free(w->ibuf);
+    memset(w, 0, sizeof *w);
+    w->idx_fd = -1;
+}
+
+/* Creates log next_id (+ its idx) and makes it current. */
+static int elog_roll(elog_writer_t *w)
+{
+    char path[PATH_MAX], ipath[PATH_MAX];
+    uint32_t id = w->next_id;
+    elog_path(path, sizeof path, w->dir, id, "log");
+    elog_path(ipath, sizeof ipath, w->dir, id, "idx");
+    entry_log_t *log = calloc(1, sizeof *log);
+    if (!log)
+        return -ENOMEM;
+    log->id = id;
+    log->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int ifd = log->fd >= 0 ? open(ipath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    int rc = ifd < 0 ? -errno : bk_fsync_dir(w->dir);
+    if (rc == 0) {
+        pthread_mutex_lock(w->lock);
+        rc = log_table_append(w->table, log);
+        pthread_mutex_unlock(w->lock);
+    }
+    if (rc) {
+        log_error("bookie", "cannot create entry log %s: %s", path, q_strerror(rc));
+        if (ifd >= 0)
+            close(ifd);
+        entry_log_destroy(log);
+        return rc;
+    }
+    if (w->idx_fd >= 0)
+        close(w->idx_fd);
+    w->next_id++;
+    w->cur = log;
+    w->idx_fd = ifd;
+    w->wr_off = w->buf_off = 0;
+    w->buf_len = 0;
+    return 0;
+}
+
+static int elog_stage_flush(elog_writer_t *w)
+{
+    int rc = bk_pwrite_all(w->cur->fd, w->buf, w->buf_len, w->buf_off);
+    if (rc)
+        return rc;
+    w->buf_off += w->buf_len;
+    w->buf_len = 0;
+    return 0;
+}
+
+static int elog_idx_add(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, uint64_t off,
+                        uint32_t len)
+{
+    if (w->ibuf_len + ELOG_IDX_RECORD_BYTES > w->ibuf_cap) {
+        size_t cap = w->ibuf_cap ? w->ibuf_cap * 2 : 64 * 1024;
+        uint8_t *n = realloc(w->ibuf, cap);
+        if (!n)
+            return -ENOMEM;
+        w->ibuf = n;
+        w->ibuf_cap = cap;
+    }
+    uint8_t *r = w->ibuf + w->ibuf_len;
+    put_le64(r, (uint64_t)ledger_id);
+    put_le64(r + 8, (uint64_t)entry_id);
+    put_le64(r + 16, off);
+    put_le32(r + 24, len);
+    put_le32(r + 28, crc32c(0, r, 28));
+    w->ibuf_len += ELOG_IDX_RECORD_BYTES;
+    return 0;
+}
+
+int elog_append(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
+                uint32_t len, uint32_t *log_id, uint64_t *offset)
+{
+    uint64_t rec = ELOG_HEADER_BYTES + (uint64_t)len;
+    int rc = 0;
+    if (w->cur && w->wr_off > 0 && w->wr_off + rec > w->max_size)
+        rc = elog_sync(w);
+    if (rc == 0 && (!w->cur || (w->wr_off > 0 && w->wr_off + rec > w->max_size)))
+        rc = elog_roll(w);
+    if (rc == 0 && w->buf_len + rec > w->buf_cap)
+        rc = elog_stage_flush(w);
+    if (rc)
+        return rc;
+    uint8_t h[ELOG_HEADER_BYTES];
+    elog_header_encode(h, ledger_id, entry_id, len);
+    put_le32(h + 8, crc32c(crc32c(0, h, sizeof h), data, len));
+    uint64_t off = w->wr_off;
+    if (rec <= w->buf_cap) {
+        memcpy(w->buf + w->buf_len, h, sizeof h);
+        if (len)
+            memcpy(w->buf + w->buf_len + sizeof h, data, len);
+        w->buf_len += rec;
+    } else {
+        assert(w->buf_len == 0);
+        struct iovec iov[2] = {{h, sizeof h}, {(void *)data, len}};
+        rc = bk_pwritev_all(w->cur->fd, iov, 2, off);
+        w->buf_off += rec;
+    }
+    if (rc == 0)
+        rc = elog_idx_add(w, ledger_id, entry_id, off, len);
+    if (rc == 0)
+        rc = lb_map_add(&w->cur->ledgers, ledger_id, rec);
+    if (rc)
+        return rc;
+    w->wr_off += rec;
+    assert(w->wr_off == w->buf_off + w->buf_len);
+    *log_id = w->cur->id;
+    *offset = off;
+    return 0;
+}
+
+int elog_sync(elog_writer_t *w)
+{
+    if (!w->cur)
+        return 0;
+    int rc = elog_stage_flush(w);
+    if (rc == 0 && w->inject) {
+        rc = w->inject;
+        w->inject = 0;
+    }
+    if (rc == 0 && fdatasync(w->cur->fd) < 0)
+        rc = -errno;
+    if (rc == 0 && w->ibuf_len)
+        rc = bk_pwrite_all(w->idx_fd, w->ibuf, w->ibuf_len, w->cur->idx_size);
+    if (rc == 0 && w->ibuf_len && fdatasync(w->idx_fd) < 0)
+        rc = -errno;
+    if (rc) {
+        log_error("bookie", "entry log %08" PRIx32 ": write or sync failed: %s", w->cur->id,
+                  q_strerror(rc));
+        return rc;
+    }
+    w->cur->idx_size += w->ibuf_len;
+    w->ibuf_len = 0;
+    pthread_mutex_lock(w->lock);
+    w->table->bytes += w->wr_off - w->cur->size;
+    w->cur->size = w->wr_off;
+    pthread_mutex_unlock(w->lock);
+    return 0;
+}

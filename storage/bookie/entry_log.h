@@ -1,0 +1,132 @@
+/*
+ * entry_log.h — entry log files and their index files (private to
+ * storage/bookie/).
+ *
+ * <data_dir>/ledgers/<id as 8 hex digits>.log holds entries of many ledgers
+ * appended by the flush thread (sorted by ledger then entry within one flush),
+ * each record verifiable on its own:
+ *
+ *   offset size meaning
+ *   0      4    magic 0x314c4551 ("QEL1")
+ *   4      4    payload length in bytes
+ *   8      4    crc32c of the 32 header bytes (this field as 0) then the payload
+ *   12     4    reserved, zero
+ *   16     8    ledger id
+ *   24     8    entry id
+ *   32     len  payload (the entry bytes)
+ *
+ * <id>.idx lists the records of <id>.log, 32 bytes each, in the order they
+ * were appended; the in-memory index is rebuilt from all of them at open
+ * (logs in id order, records in file order: a later location of the same
+ * (ledger, entry) replaces an earlier one, which is how re-adds and
+ * compaction copies win):
+ *
+ *   offset size meaning
+ *   0      8    ledger id
+ *   8      8    entry id
+ *   16     8    offset of the record in <id>.log
+ *   24     4    payload length
+ *   28     4    crc32c of bytes 0..27
+ *
+ * Durability order (elog_sync): log data, fdatasync(log), idx records,
+ * fdatasync(idx). A log is only ever written by one writer (the flush thread)
+ * and only at its end; the log with the highest id is the one being written.
+ *
+ * Threads: log_table_t (which logs exist, their fds, sizes, reader refs) is
+ * guarded by the bookie lock. A log removed by GC while a read is in flight
+ * keeps its fd until the last reader drops its reference. The per-log ledger
+ * map (bytes per ledger, for GC) belongs to the flush thread.
+ */
+#ifndef QUIRE_STORAGE_BOOKIE_ENTRY_LOG_H
+#define QUIRE_STORAGE_BOOKIE_ENTRY_LOG_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+#define ELOG_MAGIC 0x314c4551u
+#define ELOG_HEADER_BYTES 32u
+#define ELOG_IDX_RECORD_BYTES 32u
+
+/* ledger id -> bytes of its records in one log (open addressing). */
+typedef struct lb_map {
+    uint64_t *keys; /* ledger id + 1; 0 = empty */
+    uint64_t *vals;
+    uint32_t cap, count;
+} lb_map_t;
+
+typedef struct entry_log {
+    uint32_t id;
+    int fd;            /* read and (for the current log) written */
+    uint64_t size;     /* bytes of records known durable */
+    uint32_t refs;     /* reads in flight (bookie lock) */
+    bool removed;      /* unlinked by GC; freed at refs == 0 */
+    lb_map_t ledgers;  /* flush thread */
+    uint64_t idx_size; /* valid bytes of <id>.idx (flush thread) */
+} entry_log_t;
+
+typedef struct log_table {
+    entry_log_t **logs; /* sorted by id */
+    uint32_t count, cap;
+    uint64_t bytes; /* sum of sizes */
+} log_table_t;
+
+/* ------------------------------------------------------------ log table -- */
+
+entry_log_t *log_table_find(const log_table_t *t, uint32_t id);
+/* Removes log from the table (GC) and frees it unless reads hold it; the
+ * caller unlinks the files. Bookie lock held. */
+void log_table_remove(log_table_t *t, entry_log_t *log);
+/* Drops a reader reference (bookie lock held); frees a removed log at 0. */
+void entry_log_unref(entry_log_t *log);
+void log_table_free(log_table_t *t);
+
+int lb_map_add(lb_map_t *m, int64_t ledger_id, uint64_t bytes);
+bool lb_map_has(const lb_map_t *m, int64_t ledger_id);
+
+/* Opens every <id>.log under dir (removing .idx files without a log) and
+ * calls fn for each valid idx record, logs in id order. A torn idx tail is
+ * truncated; a record pointing past the end of its log is skipped with a
+ * warning. *next_id receives an id above every log. */
+typedef int (*elog_index_fn)(void *ctx, int64_t ledger_id, int64_t entry_id, uint32_t log_id,
+                             uint64_t offset, uint32_t length);
+int log_table_load(log_table_t *t, const char *dir, elog_index_fn fn, void *ctx, uint32_t *next_id);
+
+/* Reads and verifies the record at offset of log (any thread): *out gets a new
+ * qbuf (caller owns) with the payload. QE_CORRUPT (logged) when the record's
+ * magic, ids, length or checksum do not match; -errno on I/O error. */
+int entry_log_read(const entry_log_t *log, uint64_t offset, uint32_t length, int64_t ledger_id,
+                   int64_t entry_id, qbuf_t **out);
+
+/* ------------------------------------------------------------- writer -- */
+
+typedef struct elog_writer {
+    char *dir;
+    uint64_t max_size;
+    pthread_mutex_t *lock; /* the bookie lock, for table changes */
+    log_table_t *table;
+    entry_log_t *cur; /* NULL until the first append after open */
+    int idx_fd;
+    uint64_t wr_off; /* end of the records appended to cur */
+    uint8_t *buf;    /* staged record bytes, at file offset buf_off */
+    size_t buf_len, buf_cap;
+    uint64_t buf_off;
+    uint8_t *ibuf; /* idx records not yet written */
+    size_t ibuf_len, ibuf_cap;
+    uint32_t next_id;
+    int inject; /* test fault injection: next sync fails with this */
+} elog_writer_t;
+
+int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, pthread_mutex_t *lock,
+                     log_table_t *table, uint32_t next_id);
+void elog_writer_free(elog_writer_t *w);
+/* Appends one record (rolling to a new log first when the current one is
+ * full). Not durable until elog_sync. *log_id and *offset receive its location. */
+int elog_append(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
+                uint32_t len, uint32_t *log_id, uint64_t *offset);
+/* Makes every appended record and its idx record durable. 0 or -errno. */
+int elog_sync(elog_writer_t *w);
+
+#endif

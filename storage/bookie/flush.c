@@ -1,0 +1,552 @@
+/*
+ * flush.c — the bookie's flush thread: moves a frozen write cache into entry
+ * logs, updates the index, persists ledger metadata, writes the checkpoint and
+ * trims the journal; and garbage collection, run on the same thread so that a
+ * GC pass never races a flush.
+ *
+ * Flush steps (flush_run), each durable before the next starts:
+ *   1. entries of the frozen cache, sorted by (ledger, entry), skipping
+ *      ledgers deleted meanwhile, appended to the current entry log;
+ *      elog_sync (log fdatasync, idx append, idx fdatasync);
+ *   2. index updated under the bookie lock (a ledger deleted meanwhile is
+ *      skipped, so deletion always wins);
+ *   3. dirty ledger metadata appended to ledgers.meta, fdatasync (rewritten
+ *      whole, tmp + rename, when mostly stale or tombstones were collected);
+ *   4. checkpoint file (tmp + rename) = the journal position of the freeze;
+ *   5. journal files before the checkpoint's file deleted.
+ * A crash between any two steps leaves the previous checkpoint in force, and
+ * the journal replays the same adds again (idempotent: a later location wins).
+ *
+ * checkpoint file (ledgers/checkpoint, 32 bytes, little-endian):
+ *
+ *   offset size meaning
+ *   0      4    magic 0x31504351 ("QCP1")
+ *   4      4    version (1)
+ *   8      8    journal file seq to replay from
+ *   16     8    offset in that file
+ *   24     4    reserved, zero
+ *   28     4    crc32c of bytes 0..27
+ *
+ * GC pass (gc_run): per entry log, live bytes = bytes of ledgers that still
+ * exist (per-log ledger map). A log with none is deleted; a log with
+ * live/size below gc_compact_ratio is compacted: its index-live records are
+ * read back (checksum verified), appended to the current log, synced, the
+ * index moved to the copies (only where it still points at the old record),
+ * then the old log deleted. The current log is never compacted; if it holds
+ * no live data it is retired (the next flush starts a new log) and deleted.
+ * Finally tombstones of deleted ledgers no log mentions any more are dropped.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/crc32c.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "storage/bookie/bookie_int.h"
+#include "storage/bookie/bookie_io.h"
+
+#define CHECKPOINT_MAGIC 0x31504351u
+#define CHECKPOINT_BYTES 32u
+#define FLUSH_APPLY_BATCH 4096u
+#define META_REWRITE_MIN_BYTES (4u << 20)
+#define GC_CHUNK_RECORDS 4096u
+
+/* ----------------------------------------------------------- checkpoint -- */
+
+int checkpoint_load(const char *ldir, journal_pos_t *out)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", ldir, BOOKIE_CHECKPOINT_FILE);
+    *out = (journal_pos_t){0, 0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    uint8_t b[CHECKPOINT_BYTES];
+    int rc = bk_pread_all(fd, b, sizeof b, 0);
+    close(fd);
+    if (rc == 0 && (get_le32(b) != CHECKPOINT_MAGIC || get_le32(b + 4) != 1 ||
+                    crc32c(0, b, 28) != get_le32(b + 28)))
+        rc = QE_CORRUPT;
+    if (rc) {
+        log_error("bookie", "%s is unreadable or corrupt (%s): refusing to open", path,
+                  q_strerror(rc));
+        return rc;
+    }
+    *out = (journal_pos_t){get_le64(b + 8), get_le64(b + 16)};
+    return 0;
+}
+
+static int checkpoint_write(bookie_t *bk, journal_pos_t cp)
+{
+    uint8_t b[CHECKPOINT_BYTES] = {0};
+    put_le32(b, CHECKPOINT_MAGIC);
+    put_le32(b + 4, 1);
+    put_le64(b + 8, cp.seq);
+    put_le64(b + 16, cp.off);
+    put_le32(b + 28, crc32c(0, b, 28));
+    int rc = bk_write_file_atomic(bk->ldir, BOOKIE_CHECKPOINT_FILE, b, sizeof b);
+    if (rc)
+        log_error("bookie", "cannot write the checkpoint in %s: %s", bk->ldir, q_strerror(rc));
+    return rc;
+}
+
+/* ------------------------------------------------------------ meta file -- */
+
+int meta_file_open(bookie_t *bk)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", bk->ldir, LEDGER_META_FILE);
+    if (bk->meta_fd >= 0)
+        close(bk->meta_fd);
+    bk->meta_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (bk->meta_fd < 0) {
+        int rc = -errno;
+        log_error("bookie", "cannot open %s: %s", path, q_strerror(rc));
+        return rc;
+    }
+    return 0;
+}
+
+/* Encodes the ledgers selected (all, or the dirty ones) under the lock. */
+static int meta_snapshot(bookie_t *bk, bool all, uint8_t **out, uint64_t *n_out)
+{
+    pthread_mutex_lock(&bk->lock);
+    size_t cap = all ? qmap64_size(bk->ledgers.map) : 64, n = 0;
+    uint8_t *buf = malloc((cap ? cap : 1) * LEDGER_META_RECORD_BYTES);
+    qmap_iter_t it = {0};
+    uint64_t key;
+    void *v;
+    while (buf && qmap64_next(bk->ledgers.map, &it, &key, &v)) {
+        ledger_t *l = v;
+        if (!all && !l->dirty)
+            continue;
+        if (n == cap) {
+            uint8_t *nb = realloc(buf, (cap *= 2) * LEDGER_META_RECORD_BYTES);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+        }
+        ledger_meta_encode(l, buf + n * LEDGER_META_RECORD_BYTES);
+        l->dirty = false;
+        n++;
+    }
+    pthread_mutex_unlock(&bk->lock);
+    *out = buf;
+    *n_out = n;
+    return buf ? 0 : -ENOMEM;
+}
+
+static int meta_rewrite(bookie_t *bk)
+{
+    uint8_t *buf;
+    uint64_t n;
+    int rc = meta_snapshot(bk, true, &buf, &n);
+    if (rc == 0)
+        rc = bk_write_file_atomic(bk->ldir, LEDGER_META_FILE, buf, n * LEDGER_META_RECORD_BYTES);
+    free(buf);
+    if (rc == 0)
+        rc = meta_file_open(bk);
+    if (rc == 0) {
+        bk->meta_size = n * LEDGER_META_RECORD_BYTES;
+        bk->meta_records = n;
+        bk->meta_rewrite = false;
+    }
+    return rc;
+}
+
+static int meta_persist(bookie_t *bk)
+{
+    pthread_mutex_lock(&bk->lock);
+    uint64_t live = qmap64_size(bk->ledgers.map);
+    pthread_mutex_unlock(&bk->lock);
+    if (bk->meta_rewrite || (bk->meta_size > META_REWRITE_MIN_BYTES && bk->meta_records > 2 * live))
+        return meta_rewrite(bk);
+    uint8_t *buf;
+    uint64_t n;
+    int rc = meta_snapshot(bk, false, &buf, &n);
+    if (rc == 0 && n) {
+        rc = bk_pwrite_all(bk->meta_fd, buf, n * LEDGER_META_RECORD_BYTES, bk->meta_size);
+        if (rc == 0 && fdatasync(bk->meta_fd) < 0)
+            rc = -errno;
+        if (rc == 0) {
+            bk->meta_size += n * LEDGER_META_RECORD_BYTES;
+            bk->meta_records += n;
+        }
+    }
+    free(buf);
+    if (rc)
+        log_error("bookie", "cannot persist ledger metadata: %s", q_strerror(rc));
+    return rc;
+}
+
+/* ---------------------------------------------------------------- flush -- */
+
+typedef struct flush_loc {
+    uint32_t item;
+    uint32_t log_id;
+    uint64_t offset;
+} flush_loc_t;
+
+static int flush_item_cmp(const void *a, const void *b, void *ctx)
+{
+    const write_cache_t *wc = ctx;
+    const wc_item_t *x = &wc->items[*(const uint32_t *)a];
+    const wc_item_t *y = &wc->items[*(const uint32_t *)b];
+    if (x->ledger_id != y->ledger_id)
+        return x->ledger_id < y->ledger_id ? -1 : 1;
+    return x->entry_id < y->entry_id ? -1 : x->entry_id > y->entry_id;
+}
+
+/* Items of wc whose ledger still exists, sorted by (ledger, entry). */
+static uint32_t flush_order(bookie_t *bk, const write_cache_t *wc, uint32_t *order)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < wc->count;) {
+        pthread_mutex_lock(&bk->lock); /* in batches: the loop takes this lock per add */
+        for (uint32_t k = 0; k < FLUSH_APPLY_BATCH && i < wc->count; k++, i++) {
+            const wc_item_t *it = &wc->items[i];
+            const ledger_t *l = it->data ? ledger_find(&bk->ledgers, it->ledger_id) : NULL;
+            if (l && !l->deleted)
+                order[n++] = i;
+        }
+        pthread_mutex_unlock(&bk->lock);
+    }
+    qsort_r(order, n, sizeof *order, flush_item_cmp, (void *)wc);
+    return n;
+}
+
+static int flush_apply(bookie_t *bk, const write_cache_t *wc, const flush_loc_t *locs, uint32_t n)
+{
+    int rc = 0;
+    for (uint32_t i = 0; i < n && rc == 0;) {
+        pthread_mutex_lock(&bk->lock);
+        for (uint32_t k = 0; k < FLUSH_APPLY_BATCH && i < n && rc == 0; k++, i++) {
+            const wc_item_t *it = &wc->items[locs[i].item];
+            ledger_t *l = ledger_find(&bk->ledgers, it->ledger_id);
+            if (!l || l->deleted)
+                continue;
+            rc = ledger_index_put(l, it->entry_id, locs[i].log_id, locs[i].offset, it->data->len);
+        }
+        pthread_mutex_unlock(&bk->lock);
+    }
+    return rc;
+}
+
+int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint)
+{
+    uint32_t *order = malloc(((size_t)wc->count + 1) * sizeof *order);
+    flush_loc_t *locs = malloc(((size_t)wc->count + 1) * sizeof *locs);
+    int rc = order && locs ? 0 : -ENOMEM;
+    uint32_t n = rc ? 0 : flush_order(bk, wc, order);
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        const wc_item_t *it = &wc->items[order[i]];
+        locs[i].item = order[i];
+        rc = elog_append(&bk->writer, it->ledger_id, it->entry_id, it->data->data, it->data->len,
+                         &locs[i].log_id, &locs[i].offset);
+    }
+    if (rc == 0 && n)
+        rc = elog_sync(&bk->writer);
+    if (rc == 0)
+        rc = flush_apply(bk, wc, locs, n);
+    free(order);
+    free(locs);
+    if (rc == 0)
+        rc = meta_persist(bk);
+    if (rc == 0 && checkpoint)
+        rc = checkpoint_write(bk, cp);
+    if (rc == 0 && checkpoint) {
+        int trc = journal_trim(bk->jdir, cp.seq);
+        if (trc)
+            log_warn("bookie", "journal trim failed: %s (retried at the next checkpoint)",
+                     q_strerror(trc));
+    }
+    if (rc)
+        log_error("bookie", "flush of %u entries failed: %s; the bookie turns read-only", wc->count,
+                  q_strerror(rc));
+    return rc;
+}
+
+/* ------------------------------------------------------------------- GC -- */
+
+typedef struct gc_move {
+    int64_t ledger_id, entry_id;
+    uint64_t old_off, new_off;
+    uint32_t new_log, len;
+} gc_move_t;
+
+static void gc_remove_log(bookie_t *bk, entry_log_t *log)
+{
+    uint32_t id = log->id;
+    char path[PATH_MAX];
+    pthread_mutex_lock(&bk->lock);
+    log_table_remove(&bk->logs, log); /* log may be freed here */
+    pthread_mutex_unlock(&bk->lock);
+    snprintf(path, sizeof path, "%s/%08" PRIx32 ".idx", bk->ldir, id);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/%08" PRIx32 ".log", bk->ldir, id);
+    if (unlink(path) < 0)
+        log_warn("bookie", "gc: cannot remove %s: %s", path, q_strerror(-errno));
+    log_info("bookie", "gc: removed entry log %s", path);
+}
+
+/* Moves the index of the copied records (where it still points at the old). */
+static int gc_apply_moves(bookie_t *bk, uint32_t old_id, const gc_move_t *mv, uint32_t n)
+{
+    int rc = 0;
+    pthread_mutex_lock(&bk->lock);
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        ledger_t *l = ledger_find(&bk->ledgers, mv[i].ledger_id);
+        const idx_loc_t *loc = l && !l->deleted ? ledger_index_find(l, mv[i].entry_id) : NULL;
+        if (loc && loc->log_id == old_id && loc->offset == mv[i].old_off)
+            rc = ledger_index_put(l, mv[i].entry_id, mv[i].new_log, mv[i].new_off, mv[i].len);
+    }
+    pthread_mutex_unlock(&bk->lock);
+    return rc;
+}
+
+/* Copies one chunk of idx records' live entries; fills mv, returns count or < 0. */
+static int gc_copy_chunk(bookie_t *bk, entry_log_t *log, const uint8_t *recs, uint32_t nrec,
+                         gc_move_t *mv)
+{
+    uint32_t n = 0;
+    pthread_mutex_lock(&bk->lock);
+    for (uint32_t i = 0; i < nrec; i++) {
+        const uint8_t *r = recs + (size_t)i * ELOG_IDX_RECORD_BYTES;
+        int64_t lid = (int64_t)get_le64(r), eid = (int64_t)get_le64(r + 8);
+        const ledger_t *l = ledger_find(&bk->ledgers, lid);
+        const idx_loc_t *loc = l && !l->deleted ? ledger_index_find(l, eid) : NULL;
+        if (loc && loc->log_id == log->id && loc->offset == get_le64(r + 16))
+            mv[n++] = (gc_move_t){lid, eid, loc->offset, 0, 0, loc->length};
+    }
+    pthread_mutex_unlock(&bk->lock);
+    for (uint32_t i = 0; i < n; i++) {
+        qbuf_t *b = NULL;
+        int rc = entry_log_read(log, mv[i].old_off, mv[i].len, mv[i].ledger_id, mv[i].entry_id, &b);
+        if (rc == 0)
+            rc = elog_append(&bk->writer, mv[i].ledger_id, mv[i].entry_id, b->data, b->len,
+                             &mv[i].new_log, &mv[i].new_off);
+        qbuf_unref(b);
+        if (rc)
+            return rc;
+    }
+    return (int)n;
+}
+
+static int gc_compact_log(bookie_t *bk, entry_log_t *log)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%08" PRIx32 ".idx", bk->ldir, log->id);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    uint8_t *recs = malloc(GC_CHUNK_RECORDS * ELOG_IDX_RECORD_BYTES);
+    gc_move_t *mv = malloc(GC_CHUNK_RECORDS * sizeof *mv);
+    int rc = recs && mv ? 0 : -ENOMEM;
+    for (uint64_t off = 0; rc == 0 && off < log->idx_size;) {
+        uint64_t want = log->idx_size - off;
+        if (want > GC_CHUNK_RECORDS * ELOG_IDX_RECORD_BYTES)
+            want = GC_CHUNK_RECORDS * ELOG_IDX_RECORD_BYTES;
+        rc = bk_pread_all(fd, recs, want, off);
+        int n =
+            rc ? rc : gc_copy_chunk(bk, log, recs, (uint32_t)(want / ELOG_IDX_RECORD_BYTES), mv);
+        rc = n < 0 ? n : elog_sync(&bk->writer);
+        if (rc == 0)
+            rc = gc_apply_moves(bk, log->id, mv, (uint32_t)n);
+        off += want;
+    }
+    close(fd);
+    free(recs);
+    free(mv);
+    if (rc) {
+        log_error("bookie", "gc: compaction of entry log %08" PRIx32 " failed: %s; log kept",
+                  log->id, q_strerror(rc));
+        return rc;
+    }
+    gc_remove_log(bk, log);
+    atomic_fetch_add(&bk->gc_logs_compacted, 1);
+    return 0;
+}
+
+/* Live bytes of a log: bytes of ledgers that still exist. Bookie lock held. */
+static uint64_t gc_live_bytes(bookie_t *bk, const entry_log_t *log)
+{
+    uint64_t live = 0;
+    for (uint32_t i = 0; i < log->ledgers.cap; i++) {
+        if (!log->ledgers.keys[i])
+            continue;
+        const ledger_t *l = ledger_find(&bk->ledgers, (int64_t)(log->ledgers.keys[i] - 1));
+        if (l && !l->deleted)
+            live += log->ledgers.vals[i];
+    }
+    return live;
+}
+
+/* Drops tombstones no remaining log mentions. Bookie lock held. */
+static void gc_collect_tombstones(bookie_t *bk)
+{
+    qmap_iter_t it = {0};
+    uint64_t key;
+    void *v;
+    while (qmap64_next(bk->ledgers.map, &it, &key, &v)) {
+        ledger_t *l = v;
+        if (!l->deleted)
+            continue;
+        bool used = false;
+        for (uint32_t i = 0; i < bk->logs.count && !used; i++)
+            used = lb_map_has(&bk->logs.logs[i]->ledgers, l->id);
+        if (!used) {
+            ledger_forget(&bk->ledgers, l);
+            bk->meta_rewrite = true;
+        }
+    }
+}
+
+int gc_run(bookie_t *bk)
+{
+    if (atomic_load(&bk->flush_failed))
+        return QE_READ_ONLY;
+    pthread_mutex_lock(&bk->lock);
+    uint32_t n = bk->logs.count, ndead = 0, ncomp = 0;
+    entry_log_t **dead = calloc(n + 1, sizeof *dead), **comp = calloc(n + 1, sizeof *comp);
+    for (uint32_t i = 0; dead && comp && i < n; i++) {
+        entry_log_t *log = bk->logs.logs[i];
+        uint64_t live = gc_live_bytes(bk, log);
+        bool current = log == bk->writer.cur;
+        if (live == 0 && log->size > 0 && current) {
+            assert(bk->writer.buf_len == 0 && bk->writer.ibuf_len == 0); /* synced */
+            bk->writer.cur = NULL; /* retire: the next append starts a new log */
+        }
+        if (live == 0 && log->size > 0)
+            dead[ndead++] = log;
+        else if (!current && log->size > 0 &&
+                 (double)live < bk->cfg.gc_compact_ratio * (double)log->size)
+            comp[ncomp++] = log;
+    }
+    pthread_mutex_unlock(&bk->lock);
+    int rc = dead && comp ? 0 : -ENOMEM;
+    for (uint32_t i = 0; i < ndead; i++) {
+        gc_remove_log(bk, dead[i]);
+        atomic_fetch_add(&bk->gc_logs_removed, 1);
+    }
+    for (uint32_t i = 0; i < ncomp && rc == 0; i++)
+        rc = gc_compact_log(bk, comp[i]);
+    free(dead);
+    free(comp);
+    if (ndead || ncomp) {
+        int drc = bk_fsync_dir(bk->ldir); /* removals durable before tombstones go */
+        if (rc == 0)
+            rc = drc;
+    }
+    if (rc == 0) {
+        pthread_mutex_lock(&bk->lock);
+        gc_collect_tombstones(bk);
+        pthread_mutex_unlock(&bk->lock);
+        if (bk->meta_rewrite)
+            rc = meta_rewrite(bk);
+    }
+    return rc;
+}
+
+/* --------------------------------------------------------- flush thread -- */
+
+typedef struct flusher_done {
+    bookie_t *bk;
+    int rc;
+    bool gc;
+} flusher_done_t;
+
+static void flusher_done_on_loop(void *p)
+{
+    flusher_done_t *d = p;
+    if (d->gc)
+        bookie_gc_done(d->bk, d->rc);
+    else
+        bookie_flush_done(d->bk, d->rc);
+    free(d);
+}
+
+static void flusher_post(bookie_t *bk, int rc, bool gc)
+{
+    flusher_done_t *d = malloc(sizeof *d);
+    if (d)
+        *d = (flusher_done_t){bk, rc, gc};
+    if (!d || qloop_post(bk->mb, flusher_done_on_loop, d) != 0) {
+        log_error("bookie", "flush: out of memory posting a completion");
+        abort();
+    }
+}
+
+static void *flusher_main(void *p)
+{
+    bookie_t *bk = p;
+    for (;;) {
+        pthread_mutex_lock(&bk->flock);
+        while (!bk->job_flush && !bk->job_gc && !bk->flusher_stopping)
+            pthread_cond_wait(&bk->fcond, &bk->flock);
+        bool do_flush = bk->job_flush, do_gc = bk->job_gc;
+        write_cache_t *wc = bk->job_wc;
+        journal_pos_t cp = bk->job_cp;
+        bk->job_flush = bk->job_gc = false;
+        pthread_mutex_unlock(&bk->flock);
+        if (!do_flush && !do_gc)
+            return NULL;
+        if (do_flush) {
+            int rc = atomic_load(&bk->flush_failed) ? QE_READ_ONLY : flush_run(bk, wc, cp, true);
+            if (rc)
+                atomic_store(&bk->flush_failed, rc);
+            flusher_post(bk, rc, false);
+        }
+        if (do_gc)
+            flusher_post(bk, gc_run(bk), true);
+    }
+}
+
+int flusher_start(bookie_t *bk)
+{
+    if (pthread_create(&bk->flusher, NULL, flusher_main, bk) != 0)
+        return -EAGAIN;
+    pthread_setname_np(bk->flusher, "bk-flush");
+    bk->flusher_started = true;
+    return 0;
+}
+
+void flusher_stop(bookie_t *bk)
+{
+    if (!bk->flusher_started)
+        return;
+    pthread_mutex_lock(&bk->flock);
+    bk->flusher_stopping = true;
+    pthread_cond_signal(&bk->fcond);
+    pthread_mutex_unlock(&bk->flock);
+    pthread_join(bk->flusher, NULL);
+    bk->flusher_started = false;
+}
+
+void flusher_request_flush(bookie_t *bk, write_cache_t *wc, journal_pos_t cp)
+{
+    pthread_mutex_lock(&bk->flock);
+    assert(!bk->job_flush);
+    bk->job_wc = wc;
+    bk->job_cp = cp;
+    bk->job_flush = true;
+    pthread_cond_signal(&bk->fcond);
+    pthread_mutex_unlock(&bk->flock);
+}
+
+void flusher_request_gc(bookie_t *bk)
+{
+    pthread_mutex_lock(&bk->flock);
+    bk->job_gc = true;
+    pthread_cond_signal(&bk->fcond);
+    pthread_mutex_unlock(&bk->flock);
+}

@@ -1,0 +1,562 @@
+/*
+ * journal.c — the journal thread (group commit), file rolling, replay and
+ * trimming. Formats and the ring protocol are in journal.h.
+ *
+ * Group building: records are encoded into one group buffer (gbuf) of
+ * group_bytes_max + JOURNAL_COPY_MAX + header bytes; a payload larger than
+ * JOURNAL_COPY_MAX is not copied but written from its qbuf through its own
+ * iovec. So a group is one pwritev of at most GROUP_IOV_MAX segments. The
+ * journal thread is the only one touching gbuf, iov, fd and off.
+ */
+#include "storage/bookie/journal.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/crc32c.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "storage/bookie/bookie_io.h"
+
+#define GROUP_IOV_MAX 1024
+
+struct journal {
+    journal_config_t cfg;
+    char *dir;
+    qloop_mailbox_t *mb;
+    journal_group_fn fn;
+    void *ctx;
+
+    journal_req_t *ring;
+    uint64_t head;  /* loop */
+    uint64_t tail;  /* loop writes under lock; journal thread reads under lock */
+    uint64_t taken; /* journal thread */
+
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool stopping;
+    pthread_t thread;
+    bool started;
+
+    /* journal thread state */
+    int fd;
+    uint64_t seq, off;
+    int failed;
+    uint8_t *gbuf;
+    size_t gbuf_cap, gbuf_len, gseg_start;
+    struct iovec iov[GROUP_IOV_MAX];
+    int iovcnt;
+    uint64_t gbytes;
+    uint32_t gcount;
+
+    atomic_int inject;
+    atomic_uint_fast64_t syncs, sync_us;
+};
+
+typedef struct journal_done {
+    journal_t *j;
+    uint64_t begin, end;
+    int rc;
+    journal_pos_t pos;
+} journal_done_t;
+
+/* ------------------------------------------------------------- files -- */
+
+static void journal_path(char *out, size_t n, const char *dir, uint64_t seq)
+{
+    snprintf(out, n, "%s/%016" PRIx64 ".jnl", dir, seq);
+}
+
+static int journal_file_create(journal_t *j, uint64_t seq)
+{
+    char path[PATH_MAX];
+    journal_path(path, sizeof path, j->dir, seq);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int rc = -errno;
+        log_error("bookie", "journal: cannot create %s: %s", path, q_strerror(rc));
+        return rc;
+    }
+    if (j->cfg.file_size_bytes && fallocate(fd, 0, 0, (off_t)j->cfg.file_size_bytes) < 0 &&
+        errno != EOPNOTSUPP) {
+        int rc = -errno;
+        log_error("bookie", "journal: cannot preallocate %s: %s", path, q_strerror(rc));
+        close(fd);
+        unlink(path);
+        return rc;
+    }
+    int rc = bk_fsync_dir(j->dir);
+    if (rc) {
+        log_error("bookie", "journal: fsync of %s failed: %s", j->dir, q_strerror(rc));
+        close(fd);
+        return rc;
+    }
+    if (j->fd >= 0)
+        close(j->fd);
+    j->fd = fd;
+    j->seq = seq;
+    j->off = 0;
+    return 0;
+}
+
+/* ------------------------------------------------------- ring (loop side) -- */
+
+journal_req_t *journal_next_slot(journal_t *j)
+{
+    if (j->tail - j->head >= j->cfg.ring_slots)
+        return NULL;
+    journal_req_t *r = &j->ring[j->tail % j->cfg.ring_slots];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+void journal_submit(journal_t *j)
+{
+    assert(j->tail - j->head < j->cfg.ring_slots);
+    pthread_mutex_lock(&j->lock);
+    j->tail++;
+    pthread_cond_signal(&j->cond);
+    pthread_mutex_unlock(&j->lock);
+}
+
+journal_req_t *journal_slot(journal_t *j, uint64_t idx)
+{
+    assert(idx >= j->head && idx < j->tail);
+    return &j->ring[idx % j->cfg.ring_slots];
+}
+
+void journal_release(journal_t *j, uint64_t end)
+{
+    assert(end >= j->head && end <= j->tail);
+    j->head = end;
+}
+
+void journal_get_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total)
+{
+    *syncs = atomic_load(&j->syncs);
+    *sync_us_total = atomic_load(&j->sync_us);
+}
+
+void journal_inject_error(journal_t *j, int err)
+{
+    atomic_store(&j->inject, err);
+}
+
+/* ------------------------------------------------- group (journal thread) -- */
+
+static void group_reset(journal_t *j)
+{
+    j->gbuf_len = j->gseg_start = 0;
+    j->iovcnt = 0;
+    j->gbytes = 0;
+    j->gcount = 0;
+}
+
+static bool group_full(const journal_t *j)
+{
+    return j->gcount >= j->cfg.group_entries_max || j->gbytes >= j->cfg.group_bytes_max ||
+           j->iovcnt + 3 > GROUP_IOV_MAX;
+}
+
+static void group_encode_header(uint8_t *h, const journal_req_t *r, uint32_t len)
+{
+    put_le32(h, JOURNAL_MAGIC);
+    put_le32(h + 4, len);
+    put_le32(h + 8, 0);
+    put_le32(h + 12, r->type);
+    put_le64(h + 16, (uint64_t)r->ledger_id);
+    put_le64(h + 24, (uint64_t)r->entry_id);
+    put_le64(h + 32, (uint64_t)r->lac);
+}
+
+/* Appends one record to the group; false (nothing added) when the group is full. */
+static bool group_add(journal_t *j, const journal_req_t *r)
+{
+    if (j->gcount > 0 && group_full(j))
+        return false;
+    uint32_t len = r->data ? r->data->len : 0;
+    const uint8_t *payload = r->data ? r->data->data : NULL;
+    bool copy = len <= JOURNAL_COPY_MAX;
+    size_t copied = JOURNAL_HEADER_BYTES + (copy ? len : 0);
+    assert(j->gbuf_len + copied <= j->gbuf_cap);
+    uint8_t *h = j->gbuf + j->gbuf_len;
+    group_encode_header(h, r, len);
+    uint32_t crc = crc32c(0, h, JOURNAL_HEADER_BYTES);
+    crc = crc32c(crc, payload, len);
+    put_le32(h + 8, crc);
+    if (copy && len)
+        memcpy(h + JOURNAL_HEADER_BYTES, payload, len);
+    j->gbuf_len += copied;
+    if (!copy) {
+        j->iov[j->iovcnt++] = (struct iovec){j->gbuf + j->gseg_start, j->gbuf_len - j->gseg_start};
+        j->iov[j->iovcnt++] = (struct iovec){(void *)payload, len};
+        j->gseg_start = j->gbuf_len;
+    }
+    j->gbytes += JOURNAL_HEADER_BYTES + len;
+    j->gcount++;
+    return true;
+}
+
+static int group_write(journal_t *j)
+{
+    if (j->gbuf_len > j->gseg_start)
+        j->iov[j->iovcnt++] = (struct iovec){j->gbuf + j->gseg_start, j->gbuf_len - j->gseg_start};
+    int rc = 0;
+    if (j->off > 0 && j->off + j->gbytes > j->cfg.file_size_bytes)
+        rc = journal_file_create(j, j->seq + 1);
+    if (rc)
+        return rc;
+    rc = bk_pwritev_all(j->fd, j->iov, j->iovcnt, j->off);
+    int inj = atomic_exchange(&j->inject, 0);
+    if (rc == 0 && inj)
+        rc = inj;
+    if (rc == 0 && j->cfg.sync) {
+        uint64_t t0 = clock_mono_us();
+        if (fdatasync(j->fd) < 0)
+            rc = -errno;
+        atomic_fetch_add(&j->syncs, 1);
+        atomic_fetch_add(&j->sync_us, clock_mono_us() - t0);
+    }
+    if (rc) {
+        log_error("bookie",
+                  "journal: write of %u records at %016" PRIx64 ".jnl:%" PRIu64
+                  " failed: %s; the bookie turns read-only",
+                  j->gcount, j->seq, j->off, q_strerror(rc));
+        return rc;
+    }
+    j->off += j->gbytes;
+    return 0;
+}
+
+static void journal_done_on_loop(void *p)
+{
+    journal_done_t *d = p;
+    d->j->fn(d->j->ctx, d->begin, d->end, d->rc, d->pos);
+    free(d);
+}
+
+static uint64_t journal_published_tail(journal_t *j)
+{
+    pthread_mutex_lock(&j->lock);
+    uint64_t t = j->tail;
+    pthread_mutex_unlock(&j->lock);
+    return t;
+}
+
+/* Takes what is queued (looking again while the group has room and time),
+ * writes it, posts one completion. */
+static void journal_run_group(journal_t *j, uint64_t avail)
+{
+    uint64_t begin = j->taken, t0 = clock_mono_us();
+    group_reset(j);
+    for (;;) {
+        while (j->taken < avail && group_add(j, &j->ring[j->taken % j->cfg.ring_slots]))
+            j->taken++;
+        if (j->taken < avail || group_full(j) || clock_mono_us() - t0 >= j->cfg.group_wait_us_max)
+            break;
+        avail = journal_published_tail(j); /* drained: look once more, never wait */
+        if (j->taken == avail)
+            break;
+    }
+    assert(j->taken > begin);
+    int rc = j->failed;
+    if (rc == 0)
+        rc = j->failed = group_write(j);
+    journal_done_t *d = malloc(sizeof *d);
+    if (d)
+        *d = (journal_done_t){j, begin, j->taken, rc, {j->seq, j->off}};
+    if (!d || qloop_post(j->mb, journal_done_on_loop, d) != 0) {
+        log_error("bookie", "journal: out of memory posting a completion");
+        abort(); /* the adds would never complete: fail loudly */
+    }
+}
+
+static void *journal_main(void *p)
+{
+    journal_t *j = p;
+    for (;;) {
+        pthread_mutex_lock(&j->lock);
+        while (j->taken == j->tail && !j->stopping)
+            pthread_cond_wait(&j->cond, &j->lock);
+        uint64_t avail = j->tail;
+        pthread_mutex_unlock(&j->lock);
+        if (j->taken == avail)
+            return NULL; /* stopping and drained */
+        journal_run_group(j, avail);
+    }
+}
+
+/* ------------------------------------------------------------ lifecycle -- */
+
+int journal_open(const journal_config_t *cfg, uint64_t seq, qloop_mailbox_t *mb,
+                 journal_group_fn fn, void *ctx, journal_t **out)
+{
+    journal_t *j = calloc(1, sizeof *j);
+    if (!j)
+        return -ENOMEM;
+    j->cfg = *cfg;
+    j->dir = strdup(cfg->dir);
+    j->cfg.dir = j->dir;
+    j->mb = mb;
+    j->fn = fn;
+    j->ctx = ctx;
+    j->fd = -1;
+    j->ring = calloc(cfg->ring_slots, sizeof *j->ring);
+    j->gbuf_cap = (size_t)cfg->group_bytes_max + JOURNAL_COPY_MAX + JOURNAL_HEADER_BYTES;
+    j->gbuf = malloc(j->gbuf_cap);
+    pthread_mutex_init(&j->lock, NULL);
+    pthread_cond_init(&j->cond, NULL);
+    int rc = (!j->dir || !j->ring || !j->gbuf) ? -ENOMEM : journal_file_create(j, seq);
+    if (rc == 0 && pthread_create(&j->thread, NULL, journal_main, j) != 0)
+        rc = -EAGAIN;
+    if (rc) {
+        journal_free(j);
+        return rc;
+    }
+    pthread_setname_np(j->thread, "bk-journal");
+    j->started = true;
+    *out = j;
+    return 0;
+}
+
+void journal_stop(journal_t *j)
+{
+    if (!j || !j->started)
+        return;
+    pthread_mutex_lock(&j->lock);
+    j->stopping = true;
+    pthread_cond_signal(&j->cond);
+    pthread_mutex_unlock(&j->lock);
+    pthread_join(j->thread, NULL);
+    j->started = false;
+}
+
+void journal_free(journal_t *j)
+{
+    if (!j)
+        return;
+    assert(!j->started);
+    assert(j->head == j->tail); /* every slot completed */
+    if (j->fd >= 0)
+        close(j->fd);
+    pthread_cond_destroy(&j->cond);
+    pthread_mutex_destroy(&j->lock);
+    free(j->gbuf);
+    free(j->ring);
+    free(j->dir);
+    free(j);
+}
+
+/* --------------------------------------------------------------- replay -- */
+
+typedef struct jfile {
+    uint64_t seq;
+    char name[32];
+} jfile_t;
+
+static int jfile_cmp(const void *a, const void *b)
+{
+    const jfile_t *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The journal files of dir sorted by seq; *out freed by the caller. */
+static int journal_list(const char *dir, jfile_t **out, size_t *n)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    size_t cap = 16, cnt = 0;
+    jfile_t *v = malloc(cap * sizeof *v);
+    struct dirent *de;
+    while (v && (de = readdir(d))) {
+        uint64_t seq;
+        char tail[8];
+        if (strlen(de->d_name) != 20 || sscanf(de->d_name, "%16" SCNx64 "%7s", &seq, tail) != 2 ||
+            strcmp(tail, ".jnl") != 0)
+            continue;
+        if (cnt == cap) {
+            jfile_t *nv = realloc(v, (cap *= 2) * sizeof *v);
+            if (!nv) {
+                free(v);
+                v = NULL;
+                break;
+            }
+            v = nv;
+        }
+        v[cnt].seq = seq;
+        snprintf(v[cnt].name, sizeof v[cnt].name, "%s", de->d_name);
+        cnt++;
+    }
+    closedir(d);
+    if (!v)
+        return -ENOMEM;
+    qsort(v, cnt, sizeof *v, jfile_cmp);
+    *out = v;
+    *n = cnt;
+    return 0;
+}
+
+/* Checks the record at p (avail bytes left in the file). Returns its total
+ * size, 0 at the normal end (zeros), or -1 with *why set when bad. */
+static int64_t journal_check_record(const uint8_t *p, uint64_t avail, const char **why)
+{
+    if (avail < JOURNAL_HEADER_BYTES) {
+        for (uint64_t i = 0; i < avail; i++)
+            if (p[i]) {
+                *why = "torn header";
+                return -1;
+            }
+        return 0;
+    }
+    uint32_t magic = get_le32(p);
+    if (magic == 0 && get_le32(p + 4) == 0 && get_le32(p + 8) == 0)
+        return 0;
+    uint32_t len = get_le32(p + 4), type = get_le32(p + 12);
+    if (magic != JOURNAL_MAGIC) {
+        *why = "bad magic";
+        return -1;
+    }
+    if (len > JOURNAL_PAYLOAD_MAX || JOURNAL_HEADER_BYTES + (uint64_t)len > avail) {
+        *why = "torn record (length beyond the end of the file)";
+        return -1;
+    }
+    if (type < JREC_ADD || type > JREC_CHECKPOINT) {
+        *why = "bad type";
+        return -1;
+    }
+    uint8_t h[JOURNAL_HEADER_BYTES];
+    memcpy(h, p, sizeof h);
+    put_le32(h + 8, 0);
+    uint32_t crc = crc32c(crc32c(0, h, sizeof h), p + JOURNAL_HEADER_BYTES, len);
+    if (crc != get_le32(p + 8)) {
+        *why = "checksum mismatch";
+        return -1;
+    }
+    return JOURNAL_HEADER_BYTES + (int64_t)len;
+}
+
+/* Replays one file from off. *ended = true when a bad record ended the journal. */
+static int journal_replay_file(const char *path, uint64_t seq, uint64_t off, journal_replay_fn fn,
+                               void *ctx, bool *ended)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    const uint8_t *map = NULL;
+    if (size > 0) {
+        map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) {
+            int rc = -errno;
+            close(fd);
+            return rc;
+        }
+    }
+    int rc = 0;
+    const char *why = NULL;
+    while (off < size) {
+        int64_t n = journal_check_record(map + off, size - off, &why);
+        if (n <= 0)
+            break;
+        const uint8_t *p = map + off;
+        journal_record_t rec = {get_le32(p + 12),
+                                (int64_t)get_le64(p + 16),
+                                (int64_t)get_le64(p + 24),
+                                (int64_t)get_le64(p + 32),
+                                p + JOURNAL_HEADER_BYTES,
+                                get_le32(p + 4),
+                                {seq, off}};
+        rc = fn(ctx, &rec);
+        if (rc)
+            break;
+        off += (uint64_t)n;
+    }
+    if (map)
+        munmap((void *)map, size);
+    if (rc == 0 && why) {
+        log_warn("bookie",
+                 "journal: %s at %s offset %" PRIu64 ": the journal ends here; "
+                 "truncating (the record and anything after it are not replayed)",
+                 why, path, off);
+        *ended = true;
+        if (ftruncate(fd, (off_t)off) < 0 || fsync(fd) < 0)
+            rc = -errno;
+    }
+    close(fd);
+    return rc;
+}
+
+int journal_replay(const char *dir, journal_pos_t from, journal_replay_fn fn, void *ctx,
+                   uint64_t *next_seq)
+{
+    jfile_t *files;
+    size_t n;
+    int rc = journal_list(dir, &files, &n);
+    if (rc)
+        return rc;
+    uint64_t max_seq = from.seq;
+    bool ended = false;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (files[i].seq > max_seq)
+            max_seq = files[i].seq;
+        if (files[i].seq < from.seq)
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        if (ended) {
+            log_warn("bookie", "journal: %s follows a bad record and is not replayed", path);
+            continue;
+        }
+        rc = journal_replay_file(path, files[i].seq, files[i].seq == from.seq ? from.off : 0, fn,
+                                 ctx, &ended);
+        if (rc)
+            log_error("bookie", "journal: replay of %s failed: %s", path, q_strerror(rc));
+    }
+    free(files);
+    *next_seq = max_seq + 1;
+    return rc;
+}
+
+int journal_trim(const char *dir, uint64_t before_seq)
+{
+    jfile_t *files;
+    size_t n;
+    int rc = journal_list(dir, &files, &n);
+    if (rc)
+        return rc;
+    bool removed = false;
+    for (size_t i = 0; i < n && files[i].seq < before_seq; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        if (unlink(path) < 0 && errno != ENOENT) {
+            rc = -errno;
+            log_warn("bookie", "journal: cannot remove %s: %s", path, q_strerror(rc));
+        }
+        removed = true;
+    }
+    free(files);
+    if (removed && rc == 0)
+        rc = bk_fsync_dir(dir);
+    return rc;
+}

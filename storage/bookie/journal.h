@@ -1,0 +1,148 @@
+/*
+ * journal.h — the bookie's write-ahead journal (private to storage/bookie/).
+ *
+ * Files: <data_dir>/journal/<seq as 16 hex digits>.jnl, preallocated to
+ * journal_file_size_bytes, filled with records back to back from offset 0;
+ * zeros after the last record are the normal end of a file. A record never
+ * spans two files. A position (seq, off) orders all records ever written.
+ *
+ * Record (all integers little-endian; header 40 bytes, then the payload):
+ *
+ *   offset size meaning
+ *   0      4    magic 0x314a5251 ("QRJ1")
+ *   4      4    payload length in bytes (<= JOURNAL_PAYLOAD_MAX)
+ *   8      4    crc32c of the 40 header bytes (this field as 0) then the payload
+ *   12     4    type: 1 ADD, 2 FENCE, 3 DELETE, 4 CHECKPOINT
+ *   16     8    ledger id (CHECKPOINT: -1)
+ *   24     8    entry id (ADD) / checkpoint journal seq (CHECKPOINT) / -1
+ *   32     8    lac piggybacked on the add / checkpoint offset (CHECKPOINT) / -1
+ *   40     len  payload (ADD: the entry bytes; others: empty)
+ *
+ * Queue: a ring of journal_req_t slots, allocated once (no per-add malloc).
+ * The loop thread fills the slot at tail and publishes it (journal_submit);
+ * the journal thread takes every published slot it finds (up to the group
+ * bounds), writes them with one pwritev, fdatasyncs once, and posts ONE
+ * completion per group to the loop, which walks the group's slots and then
+ * releases them. Indices only grow: head <= taken <= tail, tail - head <= cap.
+ *   head  — loop: slots before it are free again
+ *   taken — journal thread: slots before it are in a written (or failed) group
+ *   tail  — loop, published under the lock: slots before it are queued
+ * The journal thread never waits to fill a group: it writes as soon as it has
+ * drained the queue, so an add at low load costs one write + one fdatasync;
+ * under load, adds queue up during that fdatasync and form the next group.
+ * A group also closes at group_wait_us_max after it started, group_bytes_max
+ * bytes or group_entries_max records.
+ *
+ * Errors: a failed write or fdatasync fails that group with -errno and every
+ * later group with the same code (the journal never writes again; the bookie
+ * turns read-only).
+ */
+#ifndef QUIRE_STORAGE_BOOKIE_JOURNAL_H
+#define QUIRE_STORAGE_BOOKIE_JOURNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "common/exec.h"
+#include "storage/bookie/bookie.h"
+
+#define JOURNAL_MAGIC 0x314a5251u
+#define JOURNAL_HEADER_BYTES 40u
+#define JOURNAL_PAYLOAD_MAX (64u << 20)
+#define JOURNAL_COPY_MAX (64u << 10) /* larger payloads are written from the qbuf (iovec) */
+
+enum journal_rec_type {
+    JREC_ADD = 1,
+    JREC_FENCE = 2,
+    JREC_DELETE = 3,
+    JREC_CHECKPOINT = 4,
+};
+
+typedef struct journal_pos {
+    uint64_t seq; /* journal file */
+    uint64_t off; /* byte offset in that file */
+} journal_pos_t;
+
+static inline int journal_pos_cmp(journal_pos_t a, journal_pos_t b)
+{
+    if (a.seq != b.seq)
+        return a.seq < b.seq ? -1 : 1;
+    return a.off < b.off ? -1 : a.off > b.off;
+}
+
+/* One queued record; the callback fields belong to the bookie. */
+typedef struct journal_req {
+    uint32_t type; /* enum journal_rec_type */
+    int rc;        /* set by the bookie while completing */
+    int64_t ledger_id, entry_id, lac;
+    qbuf_t *data; /* ADD: one reference, owned by the slot until completion */
+    union {
+        bookie_add_cb add;
+        bookie_lac_cb lac;
+        bookie_done_cb done;
+    } cb;
+    void *arg;
+} journal_req_t;
+
+typedef struct journal_config {
+    const char *dir; /* <data_dir>/journal */
+    bool sync;
+    uint32_t group_wait_us_max;
+    uint32_t group_bytes_max;
+    uint32_t group_entries_max;
+    uint64_t file_size_bytes;
+    uint32_t ring_slots; /* queue bound (queued + in flight) */
+} journal_config_t;
+
+/* Called on the loop for each group: slots [begin, end) were written (rc == 0)
+ * or failed (rc < 0); end_pos is where the journal ends after the group. */
+typedef void (*journal_group_fn)(void *ctx, uint64_t begin, uint64_t end, int rc,
+                                 journal_pos_t end_pos);
+
+typedef struct journal journal_t;
+
+/* Creates journal file seq (which must not exist) and starts the journal
+ * thread. Completions are posted to mb. 0 or a negative code. */
+int journal_open(const journal_config_t *cfg, uint64_t seq, qloop_mailbox_t *mb,
+                 journal_group_fn fn, void *ctx, journal_t **out);
+/* Writes everything queued, posts those completions, joins the thread. */
+void journal_stop(journal_t *j);
+/* Frees the ring: call after the completions posted by journal_stop ran. */
+void journal_free(journal_t *j);
+
+/* Loop thread: the next free slot (NULL when the ring is full), to be filled
+ * then published with journal_submit(). */
+journal_req_t *journal_next_slot(journal_t *j);
+void journal_submit(journal_t *j);
+/* Loop thread: slot of index idx (for a group being completed). */
+journal_req_t *journal_slot(journal_t *j, uint64_t idx);
+/* Loop thread: every slot before end is free again. */
+void journal_release(journal_t *j, uint64_t end);
+
+void journal_get_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total);
+/* Fault injection for tests: the next group write fails with err (< 0). */
+void journal_inject_error(journal_t *j, int err);
+
+/* A record met by replay: payload points into the mapped file (borrowed for
+ * the duration of the call). */
+typedef struct journal_record {
+    uint32_t type;
+    int64_t ledger_id, entry_id, lac;
+    const uint8_t *payload;
+    uint32_t len;
+    journal_pos_t pos;
+} journal_record_t;
+typedef int (*journal_replay_fn)(void *ctx, const journal_record_t *rec);
+
+/* Replays every record at or after from, in order. The first record that is
+ * torn or fails its checksum ends the journal: its file is truncated there
+ * (with a warning naming file and offset) and later files are not replayed.
+ * *next_seq receives a sequence number above every journal file present.
+ * Returns 0, a negative code of fn, or -errno when a file cannot be read. */
+int journal_replay(const char *dir, journal_pos_t from, journal_replay_fn fn, void *ctx,
+                   uint64_t *next_seq);
+/* Deletes journal files with seq < before_seq. 0 or -errno. */
+int journal_trim(const char *dir, uint64_t before_seq);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * ledger_index.h — per-ledger state and the entry index of the bookie
+ * (private to storage/bookie/).
+ *
+ * In memory, each ledger_t holds its metadata (fenced, deleted, lac, last
+ * entry) and its index: a sorted array of idx_loc_t (24 bytes per entry, so
+ * 10 million entries take 240 MB) giving (entry id) -> (entry log, offset,
+ * length). Appending the next entry id is O(1); an out-of-order id is placed
+ * by binary search. The ledger table maps ledger id -> ledger_t. A deleted
+ * ledger stays as a tombstone (deleted = true, no index) until garbage
+ * collection has removed every entry log holding its entries.
+ *
+ * On disk the index is not one file: each entry log <id>.log has a companion
+ * <id>.idx listing the entries it holds (entry_log.h), and the whole index is
+ * rebuilt from those at open. Ledger metadata lives in ledgers.meta, an
+ * append-only file of fixed 48-byte records, the last record of a ledger
+ * winning; it is rewritten (tmp + rename) when it holds mostly stale records.
+ *
+ * ledgers.meta record (little-endian):
+ *
+ *   offset size meaning
+ *   0      4    magic 0x314d4c51 ("QLM1")
+ *   4      4    flags: bit 0 fenced, bit 1 deleted
+ *   8      8    ledger id
+ *   16     8    lac (-1 if none)
+ *   24     8    last entry id stored (-1 if none)
+ *   32     12   reserved, zero
+ *   44     4    crc32c of bytes 0..43
+ *
+ * Threads: the table is shared by the loop thread and the flush thread and is
+ * guarded by the bookie's lock (bookie_int.h); these functions take no lock.
+ */
+#ifndef QUIRE_STORAGE_BOOKIE_LEDGER_INDEX_H
+#define QUIRE_STORAGE_BOOKIE_LEDGER_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/hashmap.h"
+
+#define LEDGER_META_RECORD_BYTES 48u
+#define LEDGER_META_MAGIC 0x314d4c51u
+#define LEDGER_META_FILE "ledgers.meta"
+
+typedef struct idx_loc {
+    int64_t entry_id;
+    uint64_t offset; /* of the record in the entry log */
+    uint32_t log_id;
+    uint32_t length; /* payload bytes */
+} idx_loc_t;
+
+typedef struct ledger {
+    int64_t id;
+    int64_t lac;
+    int64_t last_entry;
+    bool fenced, deleted;
+    bool dirty; /* metadata changed since it was last persisted */
+    idx_loc_t *locs;
+    uint32_t nlocs, cap;
+} ledger_t;
+
+typedef struct ledger_table {
+    qmap64_t *map; /* ledger id -> ledger_t* (owned) */
+    uint64_t live; /* ledgers not deleted */
+} ledger_table_t;
+
+int ledger_table_init(ledger_table_t *lt);
+void ledger_table_free(ledger_table_t *lt);
+ledger_t *ledger_find(const ledger_table_t *lt, int64_t id);
+/* The ledger, created (empty, not fenced, dirty) when absent; NULL on ENOMEM. */
+ledger_t *ledger_get_or_create(ledger_table_t *lt, int64_t id);
+/* Marks the ledger deleted and drops its index. */
+void ledger_mark_deleted(ledger_table_t *lt, ledger_t *l);
+/* Removes a ledger from the table and frees it (tombstone collected). */
+void ledger_forget(ledger_table_t *lt, ledger_t *l);
+
+/* Inserts or replaces the location of an entry. 0 or -ENOMEM. */
+int ledger_index_put(ledger_t *l, int64_t entry_id, uint32_t log_id, uint64_t offset,
+                     uint32_t length);
+/* Borrowed (valid until the ledger's index next changes), or NULL. */
+const idx_loc_t *ledger_index_find(const ledger_t *l, int64_t entry_id);
+/* Highest entry id in the index, or -1. */
+int64_t ledger_index_last(const ledger_t *l);
+
+/* Encodes the ledger's metadata as one ledgers.meta record into out[48]. */
+void ledger_meta_encode(const ledger_t *l, uint8_t *out);
+/* Applies every valid record of ledgers.meta under dir to the table; a torn or
+ * corrupt tail is truncated (with a warning). *size_out receives the valid
+ * size and *records_out the number of records. 0 or -errno (absent file: 0). */
+int ledger_meta_load(ledger_table_t *lt, const char *dir, uint64_t *size_out,
+                     uint64_t *records_out);
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * entry_cache.c — the factory-wide cache of recently added entries, so that
+ * tailing readers are served from memory and never reach a bookie.
+ *
+ * Keyed by (owner managed ledger, ledger id, entry id); a chained hash table
+ * for lookups plus one insertion-ordered list for eviction (oldest first).
+ * Every entry is charged its payload plus ML_CACHE_OVERHEAD bytes against
+ * bytes_max, so the number of entries is bounded too. The cache holds one
+ * reference on each qbuf_t; readers borrow it and qbuf_ref what they keep.
+ *
+ * Invariants: bytes <= bytes_max after every put; every node is in exactly one
+ * bucket chain and in the FIFO list; count == nodes in the list.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/managed/managed_int.h"
+
+#define ML_CACHE_OVERHEAD 64u
+#define ML_CACHE_BUCKETS_MIN 1024u
+
+typedef struct cache_node {
+    struct cache_node *hnext;       /* bucket chain */
+    struct cache_node *prev, *next; /* FIFO, oldest at head */
+    const void *owner;
+    ml_pos_t pos;
+    qbuf_t *data;
+} cache_node_t;
+
+struct ml_cache {
+    uint64_t bytes_max;
+    cache_node_t **buckets;
+    size_t nbuckets; /* power of two */
+    cache_node_t *head, *tail;
+    ml_cache_stats_t st;
+};
+
+static size_t node_cost(const qbuf_t *b)
+{
+    return (size_t)b->len + ML_CACHE_OVERHEAD;
+}
+
+static size_t hash_key(const void *owner, ml_pos_t pos)
+{
+    uint64_t h = (uint64_t)(uintptr_t)owner * 0x9E3779B97F4A7C15ull;
+    h ^= (uint64_t)pos.ledger_id * 0xC2B2AE3D27D4EB4Full;
+    h ^= (uint64_t)pos.entry_id * 0x165667B19E3779F9ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
+ml_cache_t *ml_cache_new(uint64_t bytes_max)
+{
+    ml_cache_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->bytes_max = bytes_max;
+    c->nbuckets = ML_CACHE_BUCKETS_MIN;
+    c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
+    if (!c->buckets) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static cache_node_t **bucket_of(ml_cache_t *c, const void *owner, ml_pos_t pos)
+{
+    return &c->buckets[hash_key(owner, pos) & (c->nbuckets - 1)];
+}
+
+static void node_unlink(ml_cache_t *c, cache_node_t *n)
+{
+    cache_node_t **pp = bucket_of(c, n->owner, n->pos);
+    while (*pp != n)
+        pp = &(*pp)->hnext;
+    *pp = n->hnext;
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        c->head = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    else
+        c->tail = n->prev;
+    c->st.bytes -= node_cost(n->data);
+    c->st.entries--;
+    qbuf_unref(n->data);
+    free(n);
+}
+
+void ml_cache_free(ml_cache_t *c)
+{
+    if (!c)
+        return;
+    while (c->head)
+        node_unlink(c, c->head);
+    assert(c->st.bytes == 0 && c->st.entries == 0);
+    free(c->buckets);
+    free(c);
+}
+
+/* Doubles the table when chains grow long (best effort: on OOM keeps it). */
+static void maybe_grow(ml_cache_t *c)
+{
+    if (c->st.entries <= 2 * c->nbuckets)
+        return;
+    size_t nb = c->nbuckets * 2;
+    cache_node_t **b = calloc(nb, sizeof *b);
+    if (!b)
+        return;
+    for (cache_node_t *n = c->head; n; n = n->next) {
+        size_t i = hash_key(n->owner, n->pos) & (nb - 1);
+        n->hnext = b[i];
+        b[i] = n;
+    }
+    free(c->buckets);
+    c->buckets = b;
+    c->nbuckets = nb;
+}
+
+qbuf_t *ml_cache_get(ml_cache_t *c, const void *owner, ml_pos_t pos)
+{
+    for (cache_node_t *n = *bucket_of(c, owner, pos); n; n = n->hnext)
+        if (n->owner == owner && ml_pos_cmp(n->pos, pos) == 0)
+            return n->data;
+    return NULL;
+}
+
+void ml_cache_put(ml_cache_t *c, const void *owner, ml_pos_t pos, qbuf_t *data)
+{
+    size_t cost = node_cost(data);
+    if (cost > c->bytes_max || ml_cache_get(c, owner, pos))
+        return;
+    while (c->head && c->st.bytes + cost > c->bytes_max) {
+        node_unlink(c, c->head);
+        c->st.evictions++;
+    }
+    cache_node_t *n = malloc(sizeof *n);
+    if (!n)
+        return; /* a cache may always decline */
+    *n = (cache_node_t){.owner = owner, .pos = pos, .data = qbuf_ref(data), .prev = c->tail};
+    cache_node_t **b = bucket_of(c, owner, pos);
+    n->hnext = *b;
+    *b = n;
+    if (c->tail)
+        c->tail->next = n;
+    else
+        c->head = n;
+    c->tail = n;
+    c->st.bytes += cost;
+    c->st.entries++;
+    c->st.inserts++;
+    assert(c->st.bytes <= c->bytes_max);
+    maybe_grow(c);
+}
+
+void ml_cache_drop(ml_cache_t *c, const void *owner, int64_t ledger_id)
+{
+    cache_node_t *n = c->head;
+    while (n) {
+        cache_node_t *next = n->next;
+        if (n->owner == owner && (ledger_id < 0 || n->pos.ledger_id == ledger_id))
+            node_unlink(c, n);
+        n = next;
+    }
+}
+
+void ml_cache_get_stats(const ml_cache_t *c, ml_cache_stats_t *out)
+{
+    *out = c->st;
+}

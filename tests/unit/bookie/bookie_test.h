@@ -1,0 +1,42 @@
+/*
+ * bookie_test.h — helpers shared by the bookie unit tests: deterministic
+ * entry contents, synchronous wrappers (bounded waits on the loop) around the
+ * asynchronous bookie calls, and a small test configuration.
+ */
+#ifndef QUIRE_TEST_BOOKIE_H
+#define QUIRE_TEST_BOOKIE_H
+
+#include <stdint.h>
+
+#include "storage/bookie/bookie.h"
+#include "tests/unit/support/test_support.h"
+
+#define BT_WAIT_S 10.0
+
+extern struct ev_loop *bt_loop;
+
+/* Bytes of entry (ledger, entry): a function of the pair only. */
+void bt_fill(int64_t ledger_id, int64_t entry_id, uint8_t *p, size_t n);
+qbuf_t *bt_entry(int64_t ledger_id, int64_t entry_id, size_t n);
+/* True when b holds exactly the n bytes bt_fill gives. */
+bool bt_check(int64_t ledger_id, int64_t entry_id, const qbuf_t *b, size_t n);
+
+/* A small configuration for tests under dir. */
+void bt_config(bookie_config_t *cfg, const char *dir);
+
+/* Synchronous wrappers: each returns the rc given to the callback (or the
+ * call's own refusal), TEST_REQUIRE-ing that the callback came in time. */
+int bt_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, size_t n);
+/* *out gets a reference (caller unrefs) when rc == 0. */
+int bt_read(bookie_t *bk, int64_t ledger_id, int64_t entry_id, qbuf_t **out, int64_t *lac);
+int bt_fence(bookie_t *bk, int64_t ledger_id, int64_t *lac);
+int bt_read_lac(bookie_t *bk, int64_t ledger_id, int64_t *lac);
+int bt_last_entry(bookie_t *bk, int64_t ledger_id, int64_t *last);
+int bt_delete(bookie_t *bk, int64_t ledger_id);
+int bt_gc(bookie_t *bk);
+/* Reads and compares against bt_fill: 0, or the read's rc, or QE_CORRUPT on a mismatch. */
+int bt_verify(bookie_t *bk, int64_t ledger_id, int64_t entry_id, size_t n);
+
+void bookie_crash_register(void);
+
+#endif

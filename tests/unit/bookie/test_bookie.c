@@ -1,0 +1,858 @@
+/*
+ * Unit tests of storage/bookie/: add/read round trips, reads from entry logs
+ * after reopen and from journal replay, torn and corrupt journal tails,
+ * corrupt entry log records, fencing, LAC, last entry, deletion, GC and
+ * compaction, write cache overflow, group commit, bounds, I/O errors.
+ * The crash test (fork + SIGKILL) is in test_bookie_crash.c.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "storage/bookie/bookie_int.h"
+#include "tests/unit/bookie/bookie_test.h"
+
+struct ev_loop *bt_loop;
+
+/* ------------------------------------------------------------- helpers -- */
+
+void bt_fill(int64_t ledger_id, int64_t entry_id, uint8_t *p, size_t n)
+{
+    uint64_t x =
+        (uint64_t)ledger_id * 0x9E3779B97F4A7C15ull ^ (uint64_t)entry_id * 0xBF58476D1CE4E5B9ull;
+    x |= 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (uint8_t)(x >> 24);
+    }
+}
+
+qbuf_t *bt_entry(int64_t ledger_id, int64_t entry_id, size_t n)
+{
+    qbuf_t *b = qbuf_new(n);
+    TEST_REQUIRE(b != NULL);
+    bt_fill(ledger_id, entry_id, b->data, n);
+    b->len = (uint32_t)n;
+    return b;
+}
+
+bool bt_check(int64_t ledger_id, int64_t entry_id, const qbuf_t *b, size_t n)
+{
+    if (!b || b->len != n)
+        return false;
+    uint8_t *want = malloc(n + 1);
+    bt_fill(ledger_id, entry_id, want, n);
+    bool ok = memcmp(want, b->data, n) == 0;
+    free(want);
+    return ok;
+}
+
+void bt_config(bookie_config_t *cfg, const char *dir)
+{
+    bookie_config_defaults(cfg);
+    cfg->data_dir = dir;
+    cfg->journal_file_size_bytes = 1u << 20;
+    cfg->entry_log_size_bytes = 4u << 20;
+    cfg->write_cache_bytes = 8u << 20;
+    cfg->read_cache_bytes = 1u << 20;
+    cfg->flush_interval_ms = 3600 * 1000; /* flushes only when a test asks */
+    cfg->gc_interval_ms = 3600 * 1000;
+    cfg->pending_adds_max = 10000;
+}
+
+typedef struct bt_res {
+    volatile bool done;
+    int rc;
+    int64_t value;
+    qbuf_t *buf;
+} bt_res_t;
+
+static void bt_add_cb(int rc, int64_t l, int64_t e, void *arg)
+{
+    (void)l;
+    (void)e;
+    bt_res_t *r = arg;
+    r->rc = rc;
+    r->done = true;
+}
+
+static void bt_read_cb(int rc, int64_t l, int64_t e, qbuf_t *entry, int64_t lac, void *arg)
+{
+    (void)l;
+    (void)e;
+    bt_res_t *r = arg;
+    r->rc = rc;
+    r->value = lac;
+    r->buf = entry ? qbuf_ref(entry) : NULL;
+    r->done = true;
+}
+
+static void bt_lac_cb(int rc, int64_t l, int64_t lac, void *arg)
+{
+    (void)l;
+    bt_res_t *r = arg;
+    r->rc = rc;
+    r->value = lac;
+    r->done = true;
+}
+
+static void bt_done_cb(int rc, void *arg)
+{
+    bt_res_t *r = arg;
+    r->rc = rc;
+    r->done = true;
+}
+
+static int bt_wait(int call_rc, bt_res_t *r)
+{
+    if (call_rc)
+        return call_rc;
+    CU_ASSERT_FALSE(r->done); /* never completed inline */
+    TEST_REQUIRE(test_run_until(bt_loop, &r->done, BT_WAIT_S));
+    return r->rc;
+}
+
+int bt_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, size_t n)
+{
+    bt_res_t r = {0};
+    qbuf_t *b = bt_entry(ledger_id, entry_id, n);
+    int rc = bookie_add(bk, ledger_id, entry_id, lac, b, bt_add_cb, &r);
+    qbuf_unref(b); /* the bookie holds its own reference */
+    return bt_wait(rc, &r);
+}
+
+int bt_read(bookie_t *bk, int64_t ledger_id, int64_t entry_id, qbuf_t **out, int64_t *lac)
+{
+    bt_res_t r = {0};
+    int rc = bt_wait(bookie_read(bk, ledger_id, entry_id, bt_read_cb, &r), &r);
+    if (lac)
+        *lac = r.value;
+    if (out)
+        *out = r.buf;
+    else
+        qbuf_unref(r.buf);
+    return rc;
+}
+
+int bt_fence(bookie_t *bk, int64_t ledger_id, int64_t *lac)
+{
+    bt_res_t r = {0};
+    int rc = bt_wait(bookie_fence(bk, ledger_id, bt_lac_cb, &r), &r);
+    if (lac)
+        *lac = r.value;
+    return rc;
+}
+
+int bt_read_lac(bookie_t *bk, int64_t ledger_id, int64_t *lac)
+{
+    bt_res_t r = {0};
+    int rc = bt_wait(bookie_read_lac(bk, ledger_id, bt_lac_cb, &r), &r);
+    *lac = r.value;
+    return rc;
+}
+
+int bt_last_entry(bookie_t *bk, int64_t ledger_id, int64_t *last)
+{
+    bt_res_t r = {0};
+    int rc = bt_wait(bookie_last_entry(bk, ledger_id, bt_lac_cb, &r), &r);
+    *last = r.value;
+    return rc;
+}
+
+int bt_delete(bookie_t *bk, int64_t ledger_id)
+{
+    bt_res_t r = {0};
+    return bt_wait(bookie_delete_ledger(bk, ledger_id, bt_done_cb, &r), &r);
+}
+
+int bt_gc(bookie_t *bk)
+{
+    bt_res_t r = {0};
+    return bt_wait(bookie_gc_now(bk, bt_done_cb, &r), &r);
+}
+
+int bt_verify(bookie_t *bk, int64_t ledger_id, int64_t entry_id, size_t n)
+{
+    qbuf_t *b = NULL;
+    int rc = bt_read(bk, ledger_id, entry_id, &b, NULL);
+    if (rc == 0 && !bt_check(ledger_id, entry_id, b, n))
+        rc = QE_CORRUPT;
+    qbuf_unref(b);
+    return rc;
+}
+
+static bookie_t *bt_open(const bookie_config_t *cfg)
+{
+    bookie_t *bk = NULL;
+    TEST_REQUIRE(bookie_open(bt_loop, cfg, &bk) == 0);
+    return bk;
+}
+
+/* Files in dir/sub ending with ext. */
+static int bt_count_files(const char *dir, const char *sub, const char *ext, char *last_path,
+                          size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int count = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name), el = strlen(ext);
+        if (l > el && strcmp(de->d_name + l - el, ext) == 0) {
+            count++;
+            if (last_path && strlen(path) + l + 2 <= n) {
+                memcpy(last_path, path, strlen(path));
+                last_path[strlen(path)] = '/';
+                memcpy(last_path + strlen(path) + 1, de->d_name, l + 1);
+            }
+        }
+    }
+    closedir(d);
+    return count;
+}
+
+static void bt_flip_byte(const char *path, off_t off)
+{
+    int fd = open(path, O_RDWR);
+    TEST_REQUIRE(fd >= 0);
+    uint8_t c;
+    TEST_REQUIRE(pread(fd, &c, 1, off) == 1);
+    c ^= 0x5a;
+    TEST_REQUIRE(pwrite(fd, &c, 1, off) == 1);
+    close(fd);
+}
+
+static char *bt_dir(const char *tag)
+{
+    char *d = test_tmpdir(tag);
+    TEST_REQUIRE(d != NULL);
+    return d;
+}
+
+/* --------------------------------------------------------------- tests -- */
+
+static const size_t rt_sizes[] = {0, 1, 100, 4095, 65536, 65537, 300000, 1u << 20};
+#define RT_N (sizeof rt_sizes / sizeof rt_sizes[0])
+
+static void test_roundtrip_sizes(void)
+{
+    char *dir = bt_dir("bk-rt"), *data = NULL;
+    TEST_REQUIRE(asprintf(&data, "%s/data/bookie", dir) > 0); /* parents created too */
+    bookie_config_t cfg;
+    bt_config(&cfg, data);
+    bookie_t *bk = bt_open(&cfg);
+    for (size_t i = 0; i < RT_N; i++)
+        CU_ASSERT_EQUAL(bt_add(bk, 1, (int64_t)i, (int64_t)i - 1, rt_sizes[i]), 0);
+    for (size_t i = 0; i < RT_N; i++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 1, (int64_t)i, rt_sizes[i]), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.adds, RT_N);
+    CU_ASSERT_EQUAL(st.read_cache_hits, RT_N); /* all from the write cache */
+    CU_ASSERT_EQUAL(bt_read(bk, 1, 99, NULL, NULL), QE_NO_ENTRY);
+    CU_ASSERT_EQUAL(bt_read(bk, 2, 0, NULL, NULL), QE_NO_LEDGER);
+    bookie_close(bk);
+
+    /* After close + reopen: from the entry log, on a reader thread. */
+    bk = bt_open(&cfg);
+    for (size_t i = 0; i < RT_N; i++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 1, (int64_t)i, rt_sizes[i]), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.read_cache_hits, 0);
+    CU_ASSERT_EQUAL(st.entry_logs, 1);
+    CU_ASSERT_TRUE(st.entry_log_bytes > 1400000);
+    /* A second read of a small entry hits the read cache. */
+    CU_ASSERT_EQUAL(bt_verify(bk, 1, 2, 100), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.read_cache_hits, 1);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(data);
+    free(dir);
+}
+
+static void test_replay_before_flush(void)
+{
+    char *dir = bt_dir("bk-replay");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    bookie_t *bk = bt_open(&cfg);
+    for (int l = 1; l <= 3; l++)
+        for (int e = 0; e < 50; e++)
+            CU_ASSERT_EQUAL(bt_add(bk, l, e, e - 1, (size_t)(100 + e * 37)), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.entry_logs, 0); /* nothing flushed: only the journal has them */
+    bookie_test_abandon(bk);
+
+    bk = bt_open(&cfg);
+    for (int l = 1; l <= 3; l++) {
+        for (int e = 0; e < 50; e++)
+            CU_ASSERT_EQUAL(bt_verify(bk, l, e, (size_t)(100 + e * 37)), 0);
+        int64_t lac = -2, last = -2;
+        CU_ASSERT_EQUAL(bt_read_lac(bk, l, &lac), 0);
+        CU_ASSERT_EQUAL(lac, 48);
+        CU_ASSERT_EQUAL(bt_last_entry(bk, l, &last), 0);
+        CU_ASSERT_EQUAL(last, 49);
+    }
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+#define TORN_LEN 1000u
+#define TORN_REC (40u + TORN_LEN)
+
+/* Ten adds of TORN_LEN, each its own group, then a crash; returns the journal path. */
+static void torn_setup(const bookie_config_t *cfg, char *jpath, size_t n)
+{
+    bookie_t *bk = bt_open(cfg);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 7, e, e - 1, TORN_LEN), 0);
+    bookie_test_abandon(bk);
+    TEST_REQUIRE(bt_count_files(cfg->data_dir, "journal", ".jnl", jpath, n) == 1);
+}
+
+static void test_torn_tail_truncated(void)
+{
+    char *dir = bt_dir("bk-torn");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    char jpath[4096];
+    torn_setup(&cfg, jpath, sizeof jpath);
+    /* Cut record 7 in the middle of its payload. */
+    TEST_REQUIRE(truncate(jpath, 7 * TORN_REC + 500) == 0);
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 7; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, TORN_LEN), 0);
+    for (int e = 7; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_read(bk, 7, e, NULL, NULL), QE_NO_ENTRY);
+    int64_t last = -2;
+    CU_ASSERT_EQUAL(bt_last_entry(bk, 7, &last), 0);
+    CU_ASSERT_EQUAL(last, 6);
+    /* The bookie is writable again after the truncation. */
+    CU_ASSERT_EQUAL(bt_add(bk, 7, 7, 6, TORN_LEN), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_verify(bk, 7, 7, TORN_LEN), 0);
+    CU_ASSERT_EQUAL(bt_read(bk, 7, 8, NULL, NULL), QE_NO_ENTRY);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_corrupt_journal_record(void)
+{
+    char *dir = bt_dir("bk-flip");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    char jpath[4096];
+    torn_setup(&cfg, jpath, sizeof jpath);
+    bt_flip_byte(jpath, 4 * TORN_REC + 40 + 10); /* payload of entry 4 */
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 4; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, TORN_LEN), 0);
+    for (int e = 4; e < 10; e++) /* the bad record ends the journal */
+        CU_ASSERT_EQUAL(bt_read(bk, 7, e, NULL, NULL), QE_NO_ENTRY);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_corrupt_entry_log_record(void)
+{
+    char *dir = bt_dir("bk-elog");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 3, e, e - 1, 500), 0);
+    bookie_close(bk);
+    char lpath[4096];
+    TEST_REQUIRE(bt_count_files(dir, "ledgers", ".log", lpath, sizeof lpath) == 1);
+    bt_flip_byte(lpath, 5 * (32 + 500) + 32 + 77); /* payload of entry 5 */
+    bk = bt_open(&cfg);
+    qbuf_t *b = NULL;
+    CU_ASSERT_EQUAL(bt_read(bk, 3, 5, &b, NULL), QE_CORRUPT);
+    CU_ASSERT_PTR_NULL(b);
+    for (int e = 0; e < 10; e++)
+        if (e != 5)
+            CU_ASSERT_EQUAL(bt_verify(bk, 3, e, 500), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_fencing(void)
+{
+    char *dir = bt_dir("bk-fence");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 5; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 4, e, e - 1, 64), 0);
+    int64_t lac = -2;
+    CU_ASSERT_EQUAL(bt_fence(bk, 4, &lac), 0);
+    CU_ASSERT_EQUAL(lac, 3);
+    CU_ASSERT_EQUAL(bt_add(bk, 4, 5, 4, 64), QE_FENCED);
+    CU_ASSERT_EQUAL(bt_fence(bk, 99, &lac), 0); /* unknown ledger: recorded fenced */
+    CU_ASSERT_EQUAL(lac, -1);
+    CU_ASSERT_EQUAL(bt_add(bk, 99, 0, -1, 64), QE_FENCED);
+    bookie_test_abandon(bk); /* fences only in the journal */
+
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_add(bk, 4, 5, 4, 64), QE_FENCED);
+    CU_ASSERT_EQUAL(bt_add(bk, 99, 0, -1, 64), QE_FENCED);
+    CU_ASSERT_EQUAL(bt_verify(bk, 4, 4, 64), 0);
+    bookie_close(bk); /* fences now in ledgers.meta */
+
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_add(bk, 4, 5, 4, 64), QE_FENCED);
+    CU_ASSERT_EQUAL(bt_add(bk, 99, 0, -1, 64), QE_FENCED);
+    CU_ASSERT_EQUAL(bt_read_lac(bk, 4, &lac), 0);
+    CU_ASSERT_EQUAL(lac, 3);
+    CU_ASSERT_EQUAL(bt_add(bk, 5, 0, -1, 64), 0); /* other ledgers unaffected */
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_lac_and_last_entry(void)
+{
+    char *dir = bt_dir("bk-lac");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    bookie_t *bk = bt_open(&cfg);
+    int64_t v = -2;
+    CU_ASSERT_EQUAL(bt_read_lac(bk, 6, &v), QE_NO_LEDGER);
+    CU_ASSERT_EQUAL(bt_last_entry(bk, 6, &v), QE_NO_LEDGER);
+    CU_ASSERT_EQUAL(bt_add(bk, 6, 0, -1, 10), 0);
+    CU_ASSERT_EQUAL(bt_read_lac(bk, 6, &v), 0);
+    CU_ASSERT_EQUAL(v, -1);
+    CU_ASSERT_EQUAL(bt_add(bk, 6, 5, 2, 10), 0); /* striped: out of order */
+    CU_ASSERT_EQUAL(bt_add(bk, 6, 3, 1, 10), 0); /* a lower piggybacked LAC never lowers it */
+    CU_ASSERT_EQUAL(bt_read_lac(bk, 6, &v), 0);
+    CU_ASSERT_EQUAL(v, 2);
+    CU_ASSERT_EQUAL(bt_last_entry(bk, 6, &v), 0);
+    CU_ASSERT_EQUAL(v, 5);
+    int64_t lac = -2;
+    CU_ASSERT_EQUAL(bt_read(bk, 6, 3, NULL, &lac), 0); /* LAC piggybacked on reads */
+    CU_ASSERT_EQUAL(lac, 2);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_read_lac(bk, 6, &v), 0);
+    CU_ASSERT_EQUAL(v, 2);
+    CU_ASSERT_EQUAL(bt_last_entry(bk, 6, &v), 0);
+    CU_ASSERT_EQUAL(v, 5);
+    CU_ASSERT_EQUAL(bt_read(bk, 6, 4, NULL, NULL), QE_NO_ENTRY);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_delete_and_gc_removes_log(void)
+{
+    char *dir = bt_dir("bk-gc");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 100; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 8, e, e - 1, 2000), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".log", NULL, 0), 1);
+    CU_ASSERT_EQUAL(bt_delete(bk, 8), 0);
+    CU_ASSERT_EQUAL(bt_read(bk, 8, 1, NULL, NULL), QE_NO_LEDGER);
+    CU_ASSERT_EQUAL(bt_add(bk, 8, 100, 99, 10), QE_NO_LEDGER);
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_removed, 1);
+    CU_ASSERT_EQUAL(st.entry_logs, 0);
+    CU_ASSERT_EQUAL(st.ledgers, 0);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".log", NULL, 0), 0);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".idx", NULL, 0), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_read(bk, 8, 1, NULL, NULL), QE_NO_LEDGER);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_compaction_keeps_live_entries(void)
+{
+    char *dir = bt_dir("bk-compact");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 90; e++) /* ledger 10: 90% of the log, to be deleted */
+        CU_ASSERT_EQUAL(bt_add(bk, 10, e, e - 1, 3000), 0);
+    for (int e = 0; e < 10; e++) /* ledger 11: 10%, live */
+        CU_ASSERT_EQUAL(bt_add(bk, 11, e, e - 1, 3000), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    char before[4096], after[4096];
+    TEST_REQUIRE(bt_count_files(dir, "ledgers", ".log", before, sizeof before) == 1);
+    CU_ASSERT_EQUAL(bt_delete(bk, 10), 0);
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    CU_ASSERT_EQUAL(st.entry_logs, 1);
+    CU_ASSERT_TRUE(st.entry_log_bytes < 11 * 3100);
+    TEST_REQUIRE(bt_count_files(dir, "ledgers", ".log", after, sizeof after) == 1);
+    CU_ASSERT_STRING_NOT_EQUAL(before, after); /* old log gone, copies in a new one */
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
+    CU_ASSERT_EQUAL(bt_read(bk, 10, 0, NULL, NULL), QE_NO_LEDGER);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.ledgers, 1);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* Adds with a bounded window in flight; counts acks. */
+typedef struct window {
+    bookie_t *bk;
+    int nledgers, per_ledger, next, acked, failed, busy;
+    size_t len;
+    volatile bool done;
+} window_t;
+
+static void window_fill(window_t *w);
+
+static void window_add_cb(int rc, int64_t l, int64_t e, void *arg)
+{
+    (void)l;
+    (void)e;
+    window_t *w = arg;
+    if (rc)
+        w->failed++;
+    else
+        w->acked++;
+    if (w->acked + w->failed == w->nledgers * w->per_ledger)
+        w->done = true;
+}
+
+static void window_fill(window_t *w)
+{
+    int total = w->nledgers * w->per_ledger;
+    while (w->next < total && w->next - (w->acked + w->failed) < 64) {
+        int64_t l = 1000 + w->next % w->nledgers, e = w->next / w->nledgers;
+        qbuf_t *b = bt_entry(l, e, w->len);
+        int rc = bookie_add(w->bk, l, e, e - 1, b, window_add_cb, w);
+        qbuf_unref(b);
+        if (rc == QE_BUSY) {
+            w->busy++;
+            return; /* retried after the loop turns */
+        }
+        CU_ASSERT_EQUAL(rc, 0);
+        w->next++;
+    }
+}
+
+static void window_run(window_t *w)
+{
+    for (int i = 0; i < 100000 && !w->done; i++) {
+        window_fill(w);
+        test_run_for(bt_loop, 0.001);
+    }
+    TEST_REQUIRE(w->done);
+}
+
+static void test_many_ledgers_interleaved(void)
+{
+    char *dir = bt_dir("bk-many");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.entry_log_size_bytes = 64u << 10; /* many logs */
+    cfg.write_cache_bytes = 128u << 10;   /* many flushes */
+    cfg.journal_file_size_bytes = 128u << 10;
+    bookie_t *bk = bt_open(&cfg);
+    window_t w = {.bk = bk, .nledgers = 200, .per_ledger = 20, .len = 300};
+    window_run(&w);
+    CU_ASSERT_EQUAL(w.acked, 4000);
+    CU_ASSERT_EQUAL(w.failed, 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.ledgers, 200);
+    CU_ASSERT_TRUE(st.entry_logs > 5);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    int bad = 0;
+    for (int i = 0; i < 4000; i++)
+        bad += bt_verify(bk, 1000 + i % 200, i / 200, 300) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    for (int l = 0; l < 200; l += 37) {
+        int64_t last = -2;
+        CU_ASSERT_EQUAL(bt_last_entry(bk, 1000 + l, &last), 0);
+        CU_ASSERT_EQUAL(last, 19);
+    }
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_write_cache_overflow_flushes(void)
+{
+    char *dir = bt_dir("bk-overflow");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.write_cache_bytes = 256u << 10; /* flush interval is an hour: only size flushes */
+    bookie_t *bk = bt_open(&cfg);
+    window_t w = {.bk = bk, .nledgers = 4, .per_ledger = 500, .len = 1000};
+    window_run(&w);
+    CU_ASSERT_EQUAL(w.acked, 2000);
+    CU_ASSERT_EQUAL(w.failed, 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_TRUE(st.entry_log_bytes >= 1000u * 1000u); /* several flushes happened */
+    int bad = 0;
+    for (int i = 0; i < 2000; i++)
+        bad += bt_verify(bk, 1000 + i % 4, i / 4, 1000) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+typedef struct burst {
+    int acked, failed;
+    volatile bool done;
+    int want;
+} burst_t;
+
+static void burst_cb(int rc, int64_t l, int64_t e, void *arg)
+{
+    (void)l;
+    (void)e;
+    burst_t *b = arg;
+    if (rc)
+        b->failed++;
+    else
+        b->acked++;
+    if (b->acked + b->failed == b->want)
+        b->done = true;
+}
+
+static void test_group_commit(void)
+{
+    char *dir = bt_dir("bk-group");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.journal_group_wait_us_max = 5u * 1000 * 1000; /* must not be waited for */
+    bookie_t *bk = bt_open(&cfg);
+    /* A lone add at idle is acknowledged after one write + sync, far before the max wait. */
+    bookie_stats_t st0, st1;
+    bookie_get_stats(bk, &st0);
+    burst_t one = {.want = 1};
+    qbuf_t *b = bt_entry(20, 0, 100);
+    CU_ASSERT_EQUAL(bookie_add(bk, 20, 0, -1, b, burst_cb, &one), 0);
+    qbuf_unref(b);
+    CU_ASSERT_TRUE(test_run_until(bt_loop, &one.done, 2.0));
+    bookie_get_stats(bk, &st1);
+    CU_ASSERT_EQUAL(st1.journal_syncs - st0.journal_syncs, 1);
+
+    burst_t many = {.want = 2000};
+    for (int e = 1; e <= 2000; e++) {
+        b = bt_entry(20, e, 1000);
+        CU_ASSERT_EQUAL(bookie_add(bk, 20, e, e - 1, b, burst_cb, &many), 0);
+        qbuf_unref(b);
+    }
+    CU_ASSERT_TRUE(test_run_until(bt_loop, &many.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(many.acked, 2000);
+    bookie_stats_t st2;
+    bookie_get_stats(bk, &st2);
+    uint64_t syncs = st2.journal_syncs - st1.journal_syncs;
+    CU_ASSERT_TRUE(syncs >= 1 && syncs <= 200);
+    CU_ASSERT_EQUAL(st2.adds, 2001);
+    CU_ASSERT_EQUAL(bt_verify(bk, 20, 1999, 1000), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_busy_bound(void)
+{
+    char *dir = bt_dir("bk-busy");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.pending_adds_max = 8;
+    bookie_t *bk = bt_open(&cfg);
+    burst_t bu = {.want = 8};
+    int busy = 0;
+    for (int e = 0; e < 100; e++) {
+        qbuf_t *b = bt_entry(30, e, 100);
+        int rc = bookie_add(bk, 30, e, -1, b, burst_cb, &bu);
+        qbuf_unref(b);
+        if (rc == QE_BUSY)
+            busy++;
+        else
+            CU_ASSERT_EQUAL(rc, 0);
+    }
+    CU_ASSERT_EQUAL(busy, 92);
+    CU_ASSERT_TRUE(test_run_until(bt_loop, &bu.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(bu.acked, 8);
+    for (int e = 0; e < 8; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 30, e, 100), 0);
+    CU_ASSERT_EQUAL(bt_read(bk, 30, 8, NULL, NULL), QE_NO_ENTRY);
+    CU_ASSERT_EQUAL(bt_add(bk, 30, 8, -1, 100), 0); /* room again */
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_journal_error_turns_read_only(void)
+{
+    char *dir = bt_dir("bk-enospc");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    bookie_t *bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_add(bk, 40, 0, -1, 100), 0);
+    bookie_test_fail_journal(bk, -ENOSPC);
+    CU_ASSERT_EQUAL(bt_add(bk, 40, 1, 0, 100), -ENOSPC); /* never acknowledged */
+    CU_ASSERT_EQUAL(bt_add(bk, 40, 2, 0, 100), QE_READ_ONLY);
+    int64_t lac;
+    CU_ASSERT_EQUAL(bookie_fence(bk, 40, bt_lac_cb, &lac), QE_READ_ONLY);
+    CU_ASSERT_EQUAL(bt_verify(bk, 40, 0, 100), 0); /* reads still served */
+    CU_ASSERT_EQUAL(bt_read(bk, 40, 1, NULL, NULL), QE_NO_ENTRY);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_verify(bk, 40, 0, 100), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 40, 2, 0, 100), 0); /* a fresh open writes again */
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_flush_error_turns_read_only(void)
+{
+    char *dir = bt_dir("bk-eio");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.write_cache_bytes = 64u << 10;
+    bookie_t *bk = bt_open(&cfg);
+    bookie_test_fail_flush(bk, -EIO);
+    for (int e = 0; e < 20; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 41, e, e - 1, 100), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 41, 20, 19, 70000), 0); /* fills the cache: a flush starts */
+    int rc = 0;
+    for (int i = 0; i < 500 && rc == 0; i++) { /* that flush fails */
+        test_run_for(bt_loop, 0.01);
+        burst_t bu = {.want = 1};
+        qbuf_t *b = bt_entry(41, 100 + i, 10);
+        rc = bookie_add(bk, 41, 100 + i, 0, b, burst_cb, &bu);
+        qbuf_unref(b);
+        if (rc == 0)
+            CU_ASSERT_TRUE(test_run_until(bt_loop, &bu.done, BT_WAIT_S));
+    }
+    CU_ASSERT_EQUAL(rc, QE_READ_ONLY);
+    for (int e = 0; e < 20; e++) /* still readable from memory */
+        CU_ASSERT_EQUAL(bt_verify(bk, 41, e, 100), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 41, 20, 70000), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg); /* from the journal */
+    for (int e = 0; e < 20; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 41, e, 100), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 41, 20, 70000), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_periodic_checkpoint_trims_journal(void)
+{
+    char *dir = bt_dir("bk-trim");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.journal_file_size_bytes = 64u << 10;
+    cfg.flush_interval_ms = 20;
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 200; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 50, e, e - 1, 2000), 0); /* ~400 KB: several files */
+    int files = 99;
+    for (int i = 0; i < 500 && files > 2; i++) {
+        test_run_for(bt_loop, 0.01);
+        files = bt_count_files(dir, "journal", ".jnl", NULL, 0);
+    }
+    CU_ASSERT_TRUE(files <= 2);
+    bookie_test_abandon(bk); /* the checkpoint alone must make them readable */
+    bk = bt_open(&cfg);
+    int bad = 0;
+    for (int e = 0; e < 200; e++)
+        bad += bt_verify(bk, 50, e, 2000) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_replace_before_fence(void)
+{
+    char *dir = bt_dir("bk-replace");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    bookie_t *bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_add(bk, 60, 0, -1, 100), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_verify(bk, 60, 0, 100), 0); /* now in the read cache */
+    CU_ASSERT_EQUAL(bt_add(bk, 60, 0, -1, 250), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 60, 0, 250), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_verify(bk, 60, 0, 250), 0); /* the later location wins */
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void register_suites(void)
+{
+    CU_pSuite s = CU_add_suite("bookie", NULL, NULL);
+    CU_add_test(s, "add/read round trip 0 B..1 MiB, reopen", test_roundtrip_sizes);
+    CU_add_test(s, "journal replay before any flush", test_replay_before_flush);
+    CU_add_test(s, "torn journal tail truncated", test_torn_tail_truncated);
+    CU_add_test(s, "corrupt journal record ends replay", test_corrupt_journal_record);
+    CU_add_test(s, "corrupt entry log record", test_corrupt_entry_log_record);
+    CU_add_test(s, "fencing survives reopen", test_fencing);
+    CU_add_test(s, "lac and last entry", test_lac_and_last_entry);
+    CU_add_test(s, "delete + gc removes the log", test_delete_and_gc_removes_log);
+    CU_add_test(s, "compaction keeps live entries", test_compaction_keeps_live_entries);
+    CU_add_test(s, "many ledgers interleaved", test_many_ledgers_interleaved);
+    CU_add_test(s, "write cache overflow flushes", test_write_cache_overflow_flushes);
+    CU_add_test(s, "group commit", test_group_commit);
+    CU_add_test(s, "pending adds bound", test_busy_bound);
+    CU_add_test(s, "journal error turns read-only", test_journal_error_turns_read_only);
+    CU_add_test(s, "flush error turns read-only", test_flush_error_turns_read_only);
+    CU_add_test(s, "periodic checkpoint trims the journal", test_periodic_checkpoint_trims_journal);
+    CU_add_test(s, "replace before fence", test_replace_before_fence);
+    bookie_crash_register();
+}
+
+int main(int argc, char **argv)
+{
+    bt_loop = ev_loop_new(0);
+    log_set_level(LOG_ERROR);
+    int rc = test_main(argc, argv, register_suites);
+    ev_loop_destroy(bt_loop);
+    return rc;
+}
