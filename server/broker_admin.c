@@ -175,9 +175,11 @@ int broker_admin_topic(broker_t *b, const char *topic, broker_admin_topic_fn fn,
     topic_t *t = ready_topic(b, topic);
     if (!t)
         return QE_NOT_FOUND;
-    broker_admin_topic_view_t view;
-    topic_view(t, &view);
-    fn(&view, arg);
+    if (fn) {
+        broker_admin_topic_view_t view;
+        topic_view(t, &view);
+        fn(&view, arg);
+    }
     return 0;
 }
 
@@ -369,8 +371,7 @@ static void create_checked(int rc, const void *value, size_t len, const md_stat_
         op_finish(op, rc);
 }
 
-int broker_admin_topic_create(broker_t *b, const topic_name_t *tn, broker_done_rc_cb cb,
-                              void *arg)
+int broker_admin_topic_create(broker_t *b, const topic_name_t *tn, broker_done_rc_cb cb, void *arg)
 {
     char path[3 * TOPIC_NAME_MAX + 64];
     if (tn->domain != TOPIC_PERSISTENT)
@@ -550,8 +551,8 @@ static void delete_unloaded(int rc, void *arg)
         op_finish(op, rc);
 }
 
-int broker_admin_topic_delete(broker_t *b, const topic_name_t *tn, bool force,
-                              broker_done_rc_cb cb, void *arg)
+int broker_admin_topic_delete(broker_t *b, const topic_name_t *tn, bool force, broker_done_rc_cb cb,
+                              void *arg)
 {
     (void)force; /* closing clients' producers/consumers needs the broker (see the report) */
     topic_t *t = qmap_get(b->topics, tn->full);
@@ -646,8 +647,8 @@ static void grow_got(int rc, const void *value, size_t len, const md_stat_t *st,
         op_finish(op, rc);
 }
 
-int broker_admin_partitions_update(broker_t *b, const topic_name_t *tn, int n,
-                                   broker_done_rc_cb cb, void *arg)
+int broker_admin_partitions_update(broker_t *b, const topic_name_t *tn, int n, broker_done_rc_cb cb,
+                                   void *arg)
 {
     if (n < 1 || n > BROKER_PARTITIONS_MAX || tn->partition >= 0)
         return QE_INVALID;

@@ -82,14 +82,14 @@ typedef struct broker_admin_counts {
 
 typedef void (*broker_admin_topic_fn)(const broker_admin_topic_view_t *v, void *arg);
 typedef void (*broker_admin_producer_fn)(const broker_admin_producer_view_t *v, void *arg);
-typedef void (*broker_admin_subscription_fn)(const broker_admin_subscription_view_t *v,
-                                             void *arg);
+typedef void (*broker_admin_subscription_fn)(const broker_admin_subscription_view_t *v, void *arg);
 typedef void (*broker_admin_consumer_fn)(const broker_admin_consumer_view_t *v, void *arg);
 
 void broker_admin_counts(broker_t *b, broker_admin_counts_t *out);
 /* Every loaded (ready) topic. */
 void broker_admin_topics(broker_t *b, broker_admin_topic_fn fn, void *arg);
-/* One loaded topic by full name: 0, or QE_NOT_FOUND when not loaded. */
+/* One loaded topic by full name: 0, or QE_NOT_FOUND when not loaded (fn
+ * NULL: only the check). */
 int broker_admin_topic(broker_t *b, const char *topic, broker_admin_topic_fn fn, void *arg);
 int broker_admin_producers(broker_t *b, const char *topic, broker_admin_producer_fn fn, void *arg);
 int broker_admin_subscriptions(broker_t *b, const char *topic, broker_admin_subscription_fn fn,
@@ -113,17 +113,16 @@ int broker_admin_topic_load(broker_t *b, const char *topic, bool create, broker_
                             void *arg);
 /* Registers a non-partitioned topic: QE_EXISTS if it, or a partitioned topic
  * of that name, exists. */
-int broker_admin_topic_create(broker_t *b, const topic_name_t *tn, broker_done_rc_cb cb,
-                              void *arg);
+int broker_admin_topic_create(broker_t *b, const topic_name_t *tn, broker_done_rc_cb cb, void *arg);
 /* Deletes a non-partitioned topic (or one partition): its data, cursors and
  * registry key. A loaded topic is unloaded first; QE_BUSY if it has
  * producers or consumers (force: not yet supported, same answer). */
-int broker_admin_topic_delete(broker_t *b, const topic_name_t *tn, bool force,
-                              broker_done_rc_cb cb, void *arg);
+int broker_admin_topic_delete(broker_t *b, const topic_name_t *tn, bool force, broker_done_rc_cb cb,
+                              void *arg);
 /* Grows a partitioned topic to n partitions: QE_NOT_FOUND if it is not
  * partitioned, QE_INVALID if n is not larger (Pulsar answers 422). */
-int broker_admin_partitions_update(broker_t *b, const topic_name_t *tn, int n,
-                                   broker_done_rc_cb cb, void *arg);
+int broker_admin_partitions_update(broker_t *b, const topic_name_t *tn, int n, broker_done_rc_cb cb,
+                                   void *arg);
 /* Deletes a partitioned topic: every partition (as broker_admin_topic_delete),
  * then its metadata. */
 int broker_admin_partitioned_delete(broker_t *b, const topic_name_t *tn, bool force,

@@ -240,7 +240,11 @@ struct subscription {
     struct subscribe_ctx *waiting; /* SUBSCRIBEs waiting for the cursor to open */
     uint64_t msg_out, bytes_out;
     bool replay_stalled; /* the replay set's head cannot go now; read new entries */
-    bool closing;        /* freed when the read in flight completes */
+    /* A non-durable subscription normally goes with its last consumer; after a
+     * SEEK it waits (orphan_timer) for the reader to come back to the reset cursor. */
+    bool keep_without_consumers;
+    ev_timer orphan_timer;
+    bool closing; /* freed when the read in flight completes */
 };
 
 /* Packs a position into 64 bits for the broker's in-memory maps: ledger ids
@@ -279,6 +283,11 @@ void subscription_replay_remove(subscription_t *s, ml_pos_t pos);
 /* Drops replay entries the cursor has acknowledged meanwhile. */
 void subscription_replay_trim(subscription_t *s);
 void subscription_replay_clear(subscription_t *s);
+/* Keeps a non-durable subscription without consumers for a while (SEEK). */
+void subscription_keep_orphan(subscription_t *s, double seconds);
+/* Removes the subscription from its topic and frees it (cursor closed, or
+ * deleted when non-durable). */
+void subscription_remove(subscription_t *s);
 
 /* ------------------------------------------------------------------ lookup -- */
 

@@ -198,6 +198,10 @@ static void subscribe_attach(subscribe_ctx_t *ctx, subscription_t *s)
         cons->join_limit = ml_cursor_read_pos(s->cursor);
         cons->has_join_limit = s->consumers_count > 1;
     }
+    if (s->keep_without_consumers) {
+        s->keep_without_consumers = false;
+        ev_timer_stop(c->broker->loop, &s->orphan_timer);
+    }
     conn_send_success(c, ctx->request_id);
     log_info("consumer", "%s: consumer %s joined %s / %s (type %d)", c->peer, cons->name,
              s->topic->name, s->name, s->type);
@@ -231,10 +235,34 @@ static subscription_t *subscription_new(topic_t *t, const subscribe_ctx_t *ctx)
     return s;
 }
 
-static void subscription_remove(subscription_t *s)
+void subscription_remove(subscription_t *s)
 {
     qmap_remove(s->topic->subscriptions, s->name);
+    if (s->cursor && !s->durable) {
+        ml_cursor_delete(s->topic->ml, s->name, broker_ignore_done, NULL);
+        s->cursor = NULL;
+    }
     subscription_free(s);
+}
+
+static void orphan_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    subscription_t *s = w->data;
+    s->keep_without_consumers = false;
+    if (s->consumers_count == 0 && !s->durable)
+        subscription_remove(s);
+}
+
+void subscription_keep_orphan(subscription_t *s, double seconds)
+{
+    struct ev_loop *loop = s->topic->broker->loop;
+    s->keep_without_consumers = true;
+    ev_timer_stop(loop, &s->orphan_timer);
+    ev_timer_init(&s->orphan_timer, orphan_timer_cb, seconds, 0);
+    s->orphan_timer.data = s;
+    ev_timer_start(loop, &s->orphan_timer);
 }
 
 static void cursor_opened(int rc, ml_cursor_t *cursor, void *arg)
@@ -261,11 +289,8 @@ static void cursor_opened(int rc, ml_cursor_t *cursor, void *arg)
         subscribe_attach(w, s);
         w = next;
     }
-    if (s->consumers_count == 0 && !s->durable) {
-        ml_cursor_delete(s->topic->ml, s->name, broker_ignore_done, NULL);
-        s->cursor = NULL;
+    if (s->consumers_count == 0 && !s->durable)
         subscription_remove(s);
-    }
 }
 
 static void subscribe_topic_ready(int rc, topic_t *t, void *arg)
@@ -611,10 +636,7 @@ void consumer_destroy(consumer_t *cons, bool redeliver)
         if (redeliver && s->cursor)
             redeliver_all(s, cons, false);
         subscription_remove_consumer(s, cons);
-        if (s->consumers_count == 0 && !s->durable) {
-            if (s->cursor)
-                ml_cursor_delete(s->topic->ml, s->name, broker_ignore_done, NULL);
-            s->cursor = NULL;
+        if (s->consumers_count == 0 && !s->durable && !s->keep_without_consumers) {
             subscription_remove(s);
         } else {
             notify_active_consumers(s);

@@ -462,6 +462,7 @@ void subscription_free(subscription_t *s)
         s->closing = true; /* freed when the read completes */
         return;
     }
+    ev_timer_stop(s->topic->broker->loop, &s->orphan_timer);
     if (s->cursor)
         ml_cursor_close(s->cursor, broker_ignore_done, NULL);
     free(s->replay);

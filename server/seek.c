@@ -68,18 +68,23 @@ static void seek_reset_done(int rc, void *arg)
     seek_reply(ctx, rc);
 }
 
-/* Disconnects every consumer of s; returns whether s survives (durable). */
-static bool disconnect_consumers(subscription_t *s)
+/* Disconnects every consumer of subscription `name`; returns whether the
+ * subscription survives (a non-durable one goes with its last consumer). */
+static bool disconnect_consumers(topic_t *t, const char *name)
 {
-    bool durable = s->durable;
-    while (s->consumers_count > 0) {
+    subscription_t *s = qmap_get(t->subscriptions, name);
+    /* Readers come back to the reset cursor (the C++ client resubscribes with
+     * its old start id after a seek by time): keep it for them. */
+    if (s && !s->durable)
+        subscription_keep_orphan(s, 30.0);
+    while ((s = qmap_get(t->subscriptions, name)) && s->consumers_count > 0) {
         consumer_t *cons = s->consumers[s->consumers_count - 1];
         qbuf_t *buf = NULL;
         if (cmd_encode_close_consumer(cons->consumer_id, 0, NULL, NULL, &buf) == 0)
             conn_send_buf(cons->conn, buf, 0, buf->len);
-        consumer_destroy(cons, false); /* may free s when it is non-durable */
+        consumer_destroy(cons, false);
     }
-    return durable;
+    return s != NULL;
 }
 
 static void seek_apply(seek_ctx_t *ctx, ml_pos_t pos)
@@ -89,8 +94,8 @@ static void seek_apply(seek_ctx_t *ctx, ml_pos_t pos)
         seek_reply(ctx, QE_NOT_FOUND);
         return;
     }
-    if (!disconnect_consumers(s) || !(s = qmap_get(ctx->topic->subscriptions, ctx->subscription)) ||
-        !s->cursor) {
+    if (!disconnect_consumers(ctx->topic, ctx->subscription) ||
+        !(s = qmap_get(ctx->topic->subscriptions, ctx->subscription)) || !s->cursor) {
         seek_reply(ctx, 0);
         return;
     }
