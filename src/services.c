@@ -1,33 +1,51 @@
 /*
- * services.c — starts the admin HTTP service when this build has one; until
- * admin-http/ exists the binary serves the binary protocol only and says so.
+ * services.c — the services main starts beside the broker: the admin HTTP
+ * service (admin-http/: REST admin API, HTTP lookup, /metrics) on
+ * bindAddress:webServicePort, on the broker's loop.
+ *
+ * The service is stopped before the broker shuts down (no new admin request
+ * reaches a stopping broker); admin requests still waiting on the metadata
+ * store then answer 503 and the service frees itself after the last one.
  */
 #include "src/services.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
+#include "admin-http/admin_service.h"
+#include "common/errors.h"
+#include "common/log.h"
+
 struct services {
-    int unused;
+    admin_service_t *admin;
 };
 
 int services_start(struct ev_loop *loop, const qconfig_t *conf, broker_t *broker, md_store_t *md,
                    services_t **out)
 {
-    (void)loop;
-    (void)conf;
-    (void)broker;
-    (void)md;
     *out = NULL;
+    services_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    int rc = admin_service_start(loop, conf, broker, md, NULL, &s->admin);
+    if (rc < 0) {
+        log_error("services", "admin HTTP service: %s", q_strerror(rc));
+        free(s);
+        return rc;
+    }
+    *out = s;
     return 0;
 }
 
 const char *services_web_url(const services_t *s)
 {
-    (void)s;
-    return "(admin HTTP not built yet)";
+    return s && s->admin ? admin_service_url(s->admin) : "(admin HTTP not started)";
 }
 
 void services_stop(services_t *s)
 {
-    (void)s;
+    if (!s)
+        return;
+    admin_service_stop(s->admin);
+    free(s);
 }

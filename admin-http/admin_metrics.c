@@ -1,0 +1,558 @@
+/*
+ * admin_metrics.c — rates from counters, and /metrics in Prometheus text
+ * exposition format 0.0.4 with Apache Pulsar's metric names.
+ *
+ * Rates are never made up: a 1-second ev_timer samples every loaded topic's
+ * and subscription's counters (server/broker_admin.h) into a ring of the last
+ * METRICS_WINDOW samples; a rate is (newest - oldest) / (their time apart),
+ * 0 until two samples exist. Entries of topics or subscriptions not seen in a
+ * sample are dropped, so the sampler holds at most what the broker has
+ * loaded.
+ *
+ * Rendering takes a snapshot of the views first, then prints each metric
+ * family once (# TYPE line, then every sample), as the format requires.
+ * Labels: cluster, namespace, topic (full name), subscription, consumer.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "admin-http/admin_int.h"
+#include "common/hashmap.h"
+#include "common/log.h"
+#include "server/broker_admin.h"
+
+#define METRICS_WINDOW 6 /* samples: a 5-second window at 1 s */
+#define METRICS_INTERVAL_S 1.0
+
+typedef struct sample {
+    double t;
+    uint64_t v[4]; /* msg_in, bytes_in, msg_out, bytes_out (subs: out only) */
+} sample_t;
+
+typedef struct series {
+    sample_t ring[METRICS_WINDOW];
+    unsigned head, count; /* head: next slot */
+    uint64_t seen_gen;
+} series_t;
+
+struct admin_metrics {
+    admin_service_t *a;
+    ev_timer timer;
+    qmap_t *series; /* "topic" or "topic\x1fsub" -> series_t */
+    uint64_t gen;
+};
+
+/* --------------------------------------------------------------- sampling -- */
+
+static void series_add(admin_metrics_t *m, const char *key, double t, const uint64_t v[4])
+{
+    series_t *s = qmap_get(m->series, key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s || qmap_put(m->series, key, s) < 0) {
+            free(s);
+            return;
+        }
+    }
+    s->ring[s->head] = (sample_t){t, {v[0], v[1], v[2], v[3]}};
+    s->head = (s->head + 1) % METRICS_WINDOW;
+    if (s->count < METRICS_WINDOW)
+        s->count++;
+    s->seen_gen = m->gen;
+}
+
+static void series_rates(admin_metrics_t *m, const char *key, double out[4])
+{
+    memset(out, 0, 4 * sizeof out[0]);
+    series_t *s = m ? qmap_get(m->series, key) : NULL;
+    if (!s || s->count < 2)
+        return;
+    const sample_t *newest = &s->ring[(s->head + METRICS_WINDOW - 1) % METRICS_WINDOW];
+    const sample_t *oldest = &s->ring[(s->head + METRICS_WINDOW - s->count) % METRICS_WINDOW];
+    double dt = newest->t - oldest->t;
+    if (dt <= 0)
+        return;
+    for (int i = 0; i < 4; i++)
+        out[i] = newest->v[i] >= oldest->v[i] ? (double)(newest->v[i] - oldest->v[i]) / dt : 0.0;
+}
+
+typedef struct sample_pass {
+    admin_metrics_t *m;
+    double t;
+    const char *topic;
+} sample_pass_t;
+
+static void sample_sub(const broker_admin_subscription_view_t *v, void *arg)
+{
+    sample_pass_t *sp = arg;
+    char key[3 * TOPIC_NAME_MAX];
+    snprintf(key, sizeof key, "%s\x1f%s", sp->topic, v->name);
+    uint64_t c[4] = {0, 0, v->msg_out, v->bytes_out};
+    series_add(sp->m, key, sp->t, c);
+}
+
+static void sample_topic(const broker_admin_topic_view_t *v, void *arg)
+{
+    sample_pass_t *sp = arg;
+    uint64_t c[4] = {v->msg_in, v->bytes_in, v->msg_out, v->bytes_out};
+    series_add(sp->m, v->name, sp->t, c);
+    sp->topic = v->name;
+    broker_admin_subscriptions(sp->m->a->broker, v->name, sample_sub, sp);
+}
+
+static void metrics_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    admin_metrics_t *m = w->data;
+    m->gen++;
+    sample_pass_t sp = {m, ev_now(loop), NULL};
+    broker_admin_topics(m->a->broker, sample_topic, &sp);
+    qmap_iter_t it = {0};
+    const char *key;
+    void *v;
+    while (qmap_next(m->series, &it, &key, &v)) {
+        series_t *s = v;
+        if (s->seen_gen != m->gen) {
+            qmap_remove(m->series, key);
+            free(s);
+        }
+    }
+}
+
+admin_metrics_t *admin_metrics_new(admin_service_t *a)
+{
+    admin_metrics_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->a = a;
+    m->series = qmap_new();
+    if (!m->series) {
+        free(m);
+        return NULL;
+    }
+    ev_timer_init(&m->timer, metrics_tick, 0.0, METRICS_INTERVAL_S);
+    m->timer.data = m;
+    ev_timer_start(a->loop, &m->timer);
+    ev_unref(a->loop); /* the sampler alone does not keep the loop running */
+    return m;
+}
+
+void admin_metrics_free(admin_metrics_t *m)
+{
+    if (!m)
+        return;
+    ev_ref(m->a->loop);
+    ev_timer_stop(m->a->loop, &m->timer);
+    qmap_iter_t it = {0};
+    void *v;
+    while (qmap_next(m->series, &it, NULL, &v))
+        free(v);
+    qmap_free(m->series);
+    free(m);
+}
+
+void admin_metrics_topic_rates(admin_metrics_t *m, const char *topic, double *msg_in,
+                               double *bytes_in, double *msg_out, double *bytes_out)
+{
+    double r[4];
+    series_rates(m, topic, r);
+    *msg_in = r[0];
+    *bytes_in = r[1];
+    *msg_out = r[2];
+    *bytes_out = r[3];
+}
+
+void admin_metrics_sub_rates(admin_metrics_t *m, const char *topic, const char *sub,
+                             double *msg_out, double *bytes_out)
+{
+    char key[3 * TOPIC_NAME_MAX];
+    snprintf(key, sizeof key, "%s\x1f%s", topic, sub);
+    double r[4];
+    series_rates(m, key, r);
+    *msg_out = r[2];
+    *bytes_out = r[3];
+}
+
+/* -------------------------------------------------------------- snapshot -- */
+
+typedef struct topic_rec {
+    char *name, *ns;
+    uint64_t c[4];
+    double r[4];
+    uint64_t storage, backlog;
+    uint32_t producers;
+    size_t subs, consumers;
+} topic_rec_t;
+
+typedef struct sub_rec {
+    size_t topic; /* index into topics */
+    char *name;
+    uint64_t backlog, unacked;
+    double rate_out, tput_out;
+} sub_rec_t;
+
+typedef struct cons_rec {
+    size_t sub; /* index into subs */
+    char *name;
+    uint64_t id;
+    int64_t permits;
+    uint64_t unacked;
+} cons_rec_t;
+
+typedef struct snapshot {
+    admin_metrics_t *m;
+    topic_rec_t *topics;
+    size_t ntopics, captopics;
+    sub_rec_t *subs;
+    size_t nsubs, capsubs;
+    cons_rec_t *cons;
+    size_t ncons, capcons;
+    bool oom;
+} snapshot_t;
+
+static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    size_t nc = *cap ? *cap * 2 : 64;
+    void *p = realloc(*arr, nc * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+static char *topic_namespace(const char *topic)
+{
+    const char *p = strstr(topic, "://");
+    p = p ? p + 3 : topic;
+    const char *slash = strchr(p, '/');
+    slash = slash ? strchr(slash + 1, '/') : NULL;
+    return slash ? strndup(p, (size_t)(slash - p)) : strdup(p);
+}
+
+static void snap_consumer(const broker_admin_consumer_view_t *v, void *arg)
+{
+    snapshot_t *sn = arg;
+    if (!grow((void **)&sn->cons, &sn->capcons, sn->ncons, sizeof *sn->cons)) {
+        sn->oom = true;
+        return;
+    }
+    sn->cons[sn->ncons++] = (cons_rec_t){sn->nsubs - 1, strdup(v->name), v->consumer_id,
+                                         v->available_permits, v->unacked_messages};
+}
+
+static void snap_sub(const broker_admin_subscription_view_t *v, void *arg)
+{
+    snapshot_t *sn = arg;
+    if (!grow((void **)&sn->subs, &sn->capsubs, sn->nsubs, sizeof *sn->subs)) {
+        sn->oom = true;
+        return;
+    }
+    const char *topic = sn->topics[sn->ntopics - 1].name;
+    sub_rec_t *s = &sn->subs[sn->nsubs++];
+    *s = (sub_rec_t){
+        sn->ntopics - 1, strdup(v->name), v->backlog_entries, v->unacked_messages, 0, 0};
+    admin_metrics_sub_rates(sn->m, topic, v->name, &s->rate_out, &s->tput_out);
+    broker_admin_consumers(sn->m->a->broker, topic, v->name, snap_consumer, sn);
+}
+
+static void snap_topic(const broker_admin_topic_view_t *v, void *arg)
+{
+    snapshot_t *sn = arg;
+    if (!grow((void **)&sn->topics, &sn->captopics, sn->ntopics, sizeof *sn->topics)) {
+        sn->oom = true;
+        return;
+    }
+    topic_rec_t *t = &sn->topics[sn->ntopics++];
+    memset(t, 0, sizeof *t);
+    t->name = strdup(v->name);
+    t->ns = topic_namespace(v->name);
+    t->c[0] = v->msg_in;
+    t->c[1] = v->bytes_in;
+    t->c[2] = v->msg_out;
+    t->c[3] = v->bytes_out;
+    series_rates(sn->m, v->name, t->r);
+    t->storage = v->has_ledger ? v->ml.size_bytes : 0;
+    t->backlog = v->backlog_entries;
+    t->producers = v->producers;
+    t->subs = v->subscriptions;
+    t->consumers = v->consumers;
+    if (!t->name || !t->ns) {
+        sn->oom = true;
+        return;
+    }
+    broker_admin_subscriptions(sn->m->a->broker, v->name, snap_sub, sn);
+}
+
+static void snapshot_free(snapshot_t *sn)
+{
+    for (size_t i = 0; i < sn->ntopics; i++) {
+        free(sn->topics[i].name);
+        free(sn->topics[i].ns);
+    }
+    for (size_t i = 0; i < sn->nsubs; i++)
+        free(sn->subs[i].name);
+    for (size_t i = 0; i < sn->ncons; i++)
+        free(sn->cons[i].name);
+    free(sn->topics);
+    free(sn->subs);
+    free(sn->cons);
+}
+
+/* ------------------------------------------------------------- rendering -- */
+
+/* A label value with \, " and newline escaped. */
+static void put_label(FILE *f, const char *name, const char *value)
+{
+    fprintf(f, "%s=\"", name);
+    for (const char *p = value ? value : ""; *p; p++) {
+        if (*p == '\\' || *p == '"')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void topic_labels(FILE *f, const char *cluster, const topic_rec_t *t)
+{
+    fputc('{', f);
+    put_label(f, "cluster", cluster);
+    fputc(',', f);
+    put_label(f, "namespace", t->ns);
+    fputc(',', f);
+    put_label(f, "topic", t->name);
+}
+
+typedef enum {
+    TV_PRODUCERS,
+    TV_SUBS,
+    TV_CONSUMERS,
+    TV_RATE_IN,
+    TV_RATE_OUT,
+    TV_TPUT_IN,
+    TV_TPUT_OUT,
+    TV_IN_MSG,
+    TV_IN_BYTES,
+    TV_OUT_MSG,
+    TV_OUT_BYTES,
+    TV_STORAGE,
+    TV_BACKLOG
+} topic_value_t;
+
+static double topic_value(const topic_rec_t *t, topic_value_t which)
+{
+    switch (which) {
+    case TV_PRODUCERS:
+        return t->producers;
+    case TV_SUBS:
+        return (double)t->subs;
+    case TV_CONSUMERS:
+        return (double)t->consumers;
+    case TV_RATE_IN:
+        return t->r[0];
+    case TV_RATE_OUT:
+        return t->r[2];
+    case TV_TPUT_IN:
+        return t->r[1];
+    case TV_TPUT_OUT:
+        return t->r[3];
+    case TV_IN_MSG:
+        return (double)t->c[0];
+    case TV_IN_BYTES:
+        return (double)t->c[1];
+    case TV_OUT_MSG:
+        return (double)t->c[2];
+    case TV_OUT_BYTES:
+        return (double)t->c[3];
+    case TV_STORAGE:
+        return (double)t->storage;
+    case TV_BACKLOG:
+        return (double)t->backlog;
+    }
+    return 0;
+}
+
+static void render_topic_family(FILE *f, const snapshot_t *sn, const char *cluster,
+                                const char *name, const char *type, const char *help,
+                                topic_value_t which)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    for (size_t i = 0; i < sn->ntopics; i++) {
+        fputs(name, f);
+        topic_labels(f, cluster, &sn->topics[i]);
+        fprintf(f, "} %.17g\n", topic_value(&sn->topics[i], which));
+    }
+}
+
+static void render_process(FILE *f)
+{
+    long page = sysconf(_SC_PAGESIZE), ticks = sysconf(_SC_CLK_TCK);
+    unsigned long long size = 0, rss = 0, utime = 0, stime = 0;
+    FILE *sf = fopen("/proc/self/statm", "r");
+    if (sf) {
+        if (fscanf(sf, "%llu %llu", &size, &rss) != 2)
+            rss = 0;
+        fclose(sf);
+    }
+    char buf[1024];
+    sf = fopen("/proc/self/stat", "r");
+    if (sf) {
+        size_t n = fread(buf, 1, sizeof buf - 1, sf);
+        buf[n] = '\0';
+        fclose(sf);
+        /* Fields after the ")" closing the command name: state is field 3;
+         * utime and stime are fields 14 and 15. */
+        char *p = strrchr(buf, ')');
+        if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                        &stime) != 2)
+            utime = stime = 0;
+    }
+    fprintf(f,
+            "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+            "# TYPE process_resident_memory_bytes gauge\n"
+            "process_resident_memory_bytes %llu\n"
+            "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+            "# TYPE process_virtual_memory_bytes gauge\n"
+            "process_virtual_memory_bytes %llu\n"
+            "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+            "# TYPE process_cpu_seconds_total counter\n"
+            "process_cpu_seconds_total %.2f\n",
+            rss * (unsigned long long)page, size * (unsigned long long)page,
+            ticks > 0 ? (double)(utime + stime) / (double)ticks : 0.0);
+}
+
+char *admin_metrics_render(admin_metrics_t *m, size_t *len)
+{
+    snapshot_t sn = {.m = m};
+    broker_admin_topics(m->a->broker, snap_topic, &sn);
+    char *out = NULL;
+    FILE *f = open_memstream(&out, len);
+    if (!f || sn.oom) {
+        if (f)
+            fclose(f);
+        free(out);
+        snapshot_free(&sn);
+        return NULL;
+    }
+    const char *cl = m->a->cluster;
+    broker_admin_counts_t counts;
+    broker_admin_counts(m->a->broker, &counts);
+
+    /* Namespace level: topics per namespace. */
+    fputs("# HELP pulsar_topics_count Number of loaded topics\n"
+          "# TYPE pulsar_topics_count gauge\n",
+          f);
+    for (size_t i = 0; i < sn.ntopics; i++) {
+        bool first = true;
+        size_t n = 0;
+        for (size_t k = 0; k < sn.ntopics; k++) {
+            if (strcmp(sn.topics[k].ns, sn.topics[i].ns) == 0) {
+                if (k < i)
+                    first = false;
+                n++;
+            }
+        }
+        if (!first)
+            continue;
+        fputs("pulsar_topics_count{", f);
+        put_label(f, "cluster", cl);
+        fputc(',', f);
+        put_label(f, "namespace", sn.topics[i].ns);
+        fprintf(f, "} %zu\n", n);
+    }
+    fprintf(f,
+            "# HELP pulsar_broker_topics_count Number of topics loaded by the broker\n"
+            "# TYPE pulsar_broker_topics_count gauge\n"
+            "pulsar_broker_topics_count{cluster=\"%s\"} %zu\n"
+            "# HELP pulsar_active_connections Client connections to the broker\n"
+            "# TYPE pulsar_active_connections gauge\n"
+            "pulsar_active_connections{cluster=\"%s\"} %zu\n",
+            cl, counts.topics, cl, counts.connections);
+
+    render_topic_family(f, &sn, cl, "pulsar_subscriptions_count", "gauge",
+                        "Number of subscriptions", TV_SUBS);
+    render_topic_family(f, &sn, cl, "pulsar_producers_count", "gauge", "Number of producers",
+                        TV_PRODUCERS);
+    render_topic_family(f, &sn, cl, "pulsar_consumers_count", "gauge", "Number of consumers",
+                        TV_CONSUMERS);
+    render_topic_family(f, &sn, cl, "pulsar_rate_in", "gauge", "Messages per second published",
+                        TV_RATE_IN);
+    render_topic_family(f, &sn, cl, "pulsar_rate_out", "gauge", "Messages per second dispatched",
+                        TV_RATE_OUT);
+    render_topic_family(f, &sn, cl, "pulsar_throughput_in", "gauge", "Bytes per second published",
+                        TV_TPUT_IN);
+    render_topic_family(f, &sn, cl, "pulsar_throughput_out", "gauge", "Bytes per second dispatched",
+                        TV_TPUT_OUT);
+    render_topic_family(f, &sn, cl, "pulsar_in_messages_total", "counter",
+                        "Messages published since the topic was loaded", TV_IN_MSG);
+    render_topic_family(f, &sn, cl, "pulsar_in_bytes_total", "counter",
+                        "Bytes published since the topic was loaded", TV_IN_BYTES);
+    render_topic_family(f, &sn, cl, "pulsar_out_messages_total", "counter",
+                        "Messages dispatched since the topic was loaded", TV_OUT_MSG);
+    render_topic_family(f, &sn, cl, "pulsar_out_bytes_total", "counter",
+                        "Bytes dispatched since the topic was loaded", TV_OUT_BYTES);
+    render_topic_family(f, &sn, cl, "pulsar_storage_size", "gauge",
+                        "Bytes of the topic's retained ledgers", TV_STORAGE);
+    render_topic_family(f, &sn, cl, "pulsar_msg_backlog", "gauge",
+                        "Entries not yet acknowledged by the slowest subscription", TV_BACKLOG);
+
+    static const struct {
+        const char *name, *help;
+        int which;
+    } sub_families[] = {
+        {"pulsar_subscription_back_log", "Entries the subscription has not acknowledged", 0},
+        {"pulsar_subscription_unacked_messages", "Messages sent and not acknowledged", 1},
+        {"pulsar_subscription_msg_rate_out", "Messages per second dispatched", 2},
+        {"pulsar_subscription_msg_throughput_out", "Bytes per second dispatched", 3},
+    };
+    for (size_t k = 0; k < sizeof sub_families / sizeof sub_families[0]; k++) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", sub_families[k].name, sub_families[k].help,
+                sub_families[k].name);
+        for (size_t i = 0; i < sn.nsubs; i++) {
+            const sub_rec_t *s = &sn.subs[i];
+            fputs(sub_families[k].name, f);
+            topic_labels(f, cl, &sn.topics[s->topic]);
+            fputc(',', f);
+            put_label(f, "subscription", s->name);
+            double v = sub_families[k].which == 0   ? (double)s->backlog
+                       : sub_families[k].which == 1 ? (double)s->unacked
+                       : sub_families[k].which == 2 ? s->rate_out
+                                                    : s->tput_out;
+            fprintf(f, "} %.17g\n", v);
+        }
+    }
+    static const char *const cons_families[] = {"pulsar_consumer_available_permits",
+                                                "pulsar_consumer_unacked_messages"};
+    for (size_t k = 0; k < 2; k++) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", cons_families[k],
+                k == 0 ? "Permits the consumer has given" : "Messages sent and not acknowledged",
+                cons_families[k]);
+        for (size_t i = 0; i < sn.ncons; i++) {
+            const cons_rec_t *c = &sn.cons[i];
+            const sub_rec_t *s = &sn.subs[c->sub];
+            char id[32];
+            snprintf(id, sizeof id, "%llu", (unsigned long long)c->id);
+            fputs(cons_families[k], f);
+            topic_labels(f, cl, &sn.topics[s->topic]);
+            fputc(',', f);
+            put_label(f, "subscription", s->name);
+            fputc(',', f);
+            put_label(f, "consumer_name", c->name);
+            fputc(',', f);
+            put_label(f, "consumer_id", id);
+            fprintf(f, "} %lld\n", k == 0 ? (long long)c->permits : (long long)c->unacked);
+        }
+    }
+    render_process(f);
+    fclose(f);
+    snapshot_free(&sn);
+    return out;
+}

@@ -1,0 +1,464 @@
+/* Unit tests of quire-perf's client state machine against a small fake broker
+ * on loopback (built with our codec, on the same loop): CONNECT, partitioned
+ * metadata, a lookup Redirect, PRODUCER/SEND/receipt, SUBSCRIBE/FLOW/MESSAGE/
+ * ACK, PING/PONG, CLOSE_*; and the failures: ProducerBusy, refused connection. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "server/codec/commands.h"
+#include "tests/unit/perf/perf_tests.h"
+#include "tests/unit/support/test_support.h"
+#include "tools/quire_perf.h"
+
+#define FAKE_MAX 32
+#define FAKE_BUF (1u << 20)
+
+typedef struct fake fake_t;
+
+typedef struct fconn {
+    fake_t *srv;
+    int fd;
+    ev_io rio;
+    uint8_t *buf;
+    size_t len;
+} fconn_t;
+
+typedef struct fend { /* a producer or consumer the fake knows */
+    fconn_t *c;
+    uint64_t id;
+    char topic[256];
+    int64_t permits;
+} fend_t;
+
+struct fake {
+    struct ev_loop *loop;
+    int lfd;
+    ev_io lio;
+    char url[64];
+    fconn_t *conns[FAKE_MAX];
+    int n_conns;
+    fend_t prods[FAKE_MAX], cons[FAKE_MAX];
+    int n_prods, n_cons;
+    uint32_t partitions;
+    bool redirect;
+    bool producer_busy;
+    int connects, lookups, redirects, sends, flows, pongs, close_prod, close_cons;
+    int64_t acked_ids, entry_id;
+};
+
+static void fake_write(fconn_t *c, qbuf_t *b)
+{
+    size_t off = 0;
+    while (off < b->len) {
+        ssize_t w = send(c->fd, b->data + off, b->len - off, MSG_NOSIGNAL);
+        if (w < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    qbuf_unref(b);
+}
+
+static fend_t *fake_find(fend_t *v, int n, fconn_t *c, uint64_t id)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i].c == c && v[i].id == id)
+            return &v[i];
+    return NULL;
+}
+
+static void fake_send(fconn_t *c, const frame_t *f)
+{
+    fake_t *s = c->srv;
+    const Pulsar__Proto__CommandSend *sd = f->cmd->send;
+    fend_t *p = fake_find(s->prods, s->n_prods, c, sd->producer_id);
+    qbuf_t *b = NULL;
+    cmd_message_id_t id = {1, s->entry_id++, -1, -1};
+    s->sends++;
+    CU_ASSERT_TRUE(f->checksum_ok);
+    CU_ASSERT_EQUAL(
+        cmd_encode_send_receipt(sd->producer_id, sd->sequence_id, sd->highest_sequence_id, &id, &b),
+        0);
+    fake_write(c, b);
+    for (int i = 0; p && i < s->n_cons; i++) {
+        if (strcmp(s->cons[i].topic, p->topic) != 0)
+            continue;
+        s->cons[i].permits -= sd->num_messages;
+        CU_ASSERT_EQUAL(
+            cmd_encode_message(s->cons[i].id, &id, 0, NULL, 0, f->payload, f->payload_len, &b), 0);
+        fake_write(s->cons[i].c, b);
+        break;
+    }
+}
+
+static void fake_frame(fconn_t *c, const frame_t *f)
+{
+    fake_t *s = c->srv;
+    const Pulsar__Proto__BaseCommand *cmd = f->cmd;
+    qbuf_t *b = NULL;
+    switch (cmd->type) {
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__CONNECT:
+        s->connects++;
+        CU_ASSERT_STRING_EQUAL(cmd->connect->client_version, "quire-perf 0.1");
+        cmd_encode_connected("fake", 21, 5242880, NULL, &b);
+        fake_write(c, b);
+        cmd_encode_ping(&b);
+        fake_write(c, b);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__PARTITIONED_METADATA:
+        cmd_encode_partitioned_metadata_response(cmd->partitionmetadata->request_id, s->partitions,
+                                                 &b);
+        fake_write(c, b);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__LOOKUP:
+        s->lookups++;
+        if (s->redirect && !cmd->lookuptopic->authoritative) {
+            s->redirects++;
+            cmd_encode_lookup_response(
+                cmd->lookuptopic->request_id,
+                PULSAR__PROTO__COMMAND_LOOKUP_TOPIC_RESPONSE__LOOKUP_TYPE__Redirect, s->url, NULL,
+                true, &b);
+        } else {
+            cmd_encode_lookup_response(
+                cmd->lookuptopic->request_id,
+                PULSAR__PROTO__COMMAND_LOOKUP_TOPIC_RESPONSE__LOOKUP_TYPE__Connect, s->url, NULL,
+                true, &b);
+        }
+        fake_write(c, b);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__PRODUCER:
+        if (s->producer_busy) {
+            cmd_encode_error(cmd->producer->request_id, PULSAR__PROTO__SERVER_ERROR__ProducerBusy,
+                             "busy", &b);
+        } else if (s->n_prods < FAKE_MAX) {
+            fend_t *p = &s->prods[s->n_prods++];
+            p->c = c;
+            p->id = cmd->producer->producer_id;
+            snprintf(p->topic, sizeof p->topic, "%s", cmd->producer->topic);
+            cmd_encode_producer_success(cmd->producer->request_id, "fake-producer", -1, NULL, 0, -1,
+                                        true, &b);
+        }
+        fake_write(c, b);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__SUBSCRIBE:
+        if (s->n_cons < FAKE_MAX) {
+            fend_t *e = &s->cons[s->n_cons++];
+            e->c = c;
+            e->id = cmd->subscribe->consumer_id;
+            snprintf(e->topic, sizeof e->topic, "%s", cmd->subscribe->topic);
+        }
+        cmd_encode_success(cmd->subscribe->request_id, NULL, &b);
+        fake_write(c, b);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__FLOW: {
+        s->flows++;
+        fend_t *e = fake_find(s->cons, s->n_cons, c, cmd->flow->consumer_id);
+        if (e)
+            e->permits += cmd->flow->messagepermits;
+        break;
+    }
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__SEND:
+        fake_send(c, f);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__ACK:
+        s->acked_ids += (int64_t)cmd->ack->n_message_id;
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__PONG:
+        s->pongs++;
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__CLOSE_PRODUCER:
+        s->close_prod++;
+        cmd_encode_success(cmd->close_producer->request_id, NULL, &b);
+        fake_write(c, b);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__CLOSE_CONSUMER:
+        s->close_cons++;
+        cmd_encode_success(cmd->close_consumer->request_id, NULL, &b);
+        fake_write(c, b);
+        break;
+    default:
+        break;
+    }
+}
+
+static void fake_conn_close(fconn_t *c)
+{
+    ev_io_stop(c->srv->loop, &c->rio);
+    close(c->fd);
+    c->fd = -1;
+}
+
+static void fake_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    fconn_t *c = w->data;
+    ssize_t n = read(c->fd, c->buf + c->len, FAKE_BUF - c->len);
+    if (n <= 0) {
+        if (n < 0 && errno == EAGAIN)
+            return;
+        fake_conn_close(c);
+        return;
+    }
+    c->len += (size_t)n;
+    size_t off = 0;
+    for (;;) {
+        frame_t f = {0};
+        size_t used = 0;
+        int rc = frame_decode(c->buf + off, c->len - off, FRAME_DEFAULT_MAX_FRAME_BYTES, &f, &used);
+        if (rc == QE_AGAIN)
+            break;
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc != 0) {
+            fake_conn_close(c);
+            return;
+        }
+        fake_frame(c, &f);
+        frame_free(&f);
+        off += used;
+    }
+    memmove(c->buf, c->buf + off, c->len - off);
+    c->len -= off;
+}
+
+static void fake_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)revents;
+    fake_t *s = w->data;
+    int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (s->n_conns >= FAKE_MAX) {
+        close(fd);
+        return;
+    }
+    fconn_t *c = calloc(1, sizeof *c);
+    c->buf = malloc(FAKE_BUF);
+    c->srv = s;
+    c->fd = fd;
+    ev_io_init(&c->rio, fake_read_cb, fd, EV_READ);
+    c->rio.data = c;
+    ev_io_start(loop, &c->rio);
+    s->conns[s->n_conns++] = c;
+}
+
+static fake_t *fake_start(struct ev_loop *loop)
+{
+    fake_t *s = calloc(1, sizeof *s);
+    s->loop = loop;
+    s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (bind(s->lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(s->lfd, 64) != 0 ||
+        getsockname(s->lfd, (struct sockaddr *)&a, &len) != 0)
+        CU_FAIL_FATAL("fake broker: cannot listen");
+    snprintf(s->url, sizeof s->url, "pulsar://127.0.0.1:%u", ntohs(a.sin_port));
+    ev_io_init(&s->lio, fake_accept_cb, s->lfd, EV_READ);
+    s->lio.data = s;
+    ev_io_start(loop, &s->lio);
+    return s;
+}
+
+static void fake_stop(fake_t *s)
+{
+    ev_io_stop(s->loop, &s->lio);
+    close(s->lfd);
+    for (int i = 0; i < s->n_conns; i++) {
+        if (s->conns[i]->fd >= 0)
+            fake_conn_close(s->conns[i]);
+        free(s->conns[i]->buf);
+        free(s->conns[i]);
+    }
+    free(s);
+}
+
+/* ---------------------------------------------------------------- runs */
+
+static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)w;
+    (void)revents;
+    ev_break(loop, EVBREAK_ALL);
+}
+
+/* Runs quire-perf with argv on loop; returns the run (caller frees). */
+static perf_run_t *run_perf(struct ev_loop *loop, perf_opts_t *o, int argc, char **argv,
+                            double timeout_s)
+{
+    char err[256] = "";
+    int rc = perf_opts_parse(argc, argv, o, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "options: %s\n", err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    FILE *devnull = fopen("/dev/null", "w");
+    perf_run_t *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(perf_run_create(loop, o, devnull, &r), 0);
+    ev_timer t;
+    ev_timer_init(&t, timeout_cb, timeout_s, 0);
+    ev_timer_start(loop, &t);
+    perf_run_start(r);
+    if (!perf_run_done(r))
+        ev_run(loop, 0);
+    ev_timer_stop(loop, &t);
+    CU_ASSERT_TRUE(perf_run_done(r));
+    fclose(devnull);
+    return r;
+}
+
+static void test_both_partitioned(void)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    fake_t *s = fake_start(loop);
+    s->partitions = 2;
+    s->redirect = true;
+    char *argv[] = {"quire-perf",
+                    "both",
+                    "--service-url",
+                    s->url,
+                    "--topics",
+                    "t",
+                    "--messages",
+                    "400",
+                    "--rate",
+                    "0",
+                    "--size",
+                    "64",
+                    "--batch-max-messages",
+                    "10",
+                    "--compression",
+                    "LZ4",
+                    "--warmup-seconds",
+                    "0",
+                    "--report-interval-s",
+                    "100",
+                    "--op-timeout-s",
+                    "5",
+                    "--receiver-queue-size",
+                    "100",
+                    "--keys",
+                    "4"};
+    perf_opts_t o;
+    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 15);
+    CU_ASSERT_EQUAL(perf_run_status(r), 0);
+    if (perf_run_status(r) != 0)
+        fprintf(stderr, "run error: %s\n", perf_run_error(r));
+    double d = 0;
+    const perf_stats_t *t = perf_run_totals(r, &d);
+    CU_ASSERT_EQUAL(t->produced_msgs, 400);
+    CU_ASSERT_EQUAL(t->consumed_msgs, 400);
+    CU_ASSERT_EQUAL(t->produced_bytes, 400 * 64);
+    CU_ASSERT_EQUAL(t->consumed_bytes, 400 * 64);
+    CU_ASSERT_EQUAL(t->pub_us.total, 400);
+    CU_ASSERT_EQUAL(t->e2e_us.total, 400);
+    CU_ASSERT_TRUE(d > 0);
+    /* resolver + (2 producers + 2 consumers) x (first broker + redirect target) */
+    CU_ASSERT_EQUAL(s->connects, 9);
+    CU_ASSERT_EQUAL(s->redirects, 4);
+    CU_ASSERT_EQUAL(s->n_prods, 2);
+    CU_ASSERT_EQUAL(s->n_cons, 2);
+    CU_ASSERT_STRING_EQUAL(s->prods[0].topic, "persistent://public/default/t-partition-0");
+    CU_ASSERT_TRUE(s->sends >= 40); /* batches of at most 10 */
+    CU_ASSERT_EQUAL(s->acked_ids, s->sends);
+    CU_ASSERT_TRUE(s->flows >= 2 + 4); /* the first FLOW each, then refills at half */
+    CU_ASSERT_TRUE(s->pongs >= 9);
+    CU_ASSERT_EQUAL(s->close_prod, 2);
+    CU_ASSERT_EQUAL(s->close_cons, 2);
+    perf_run_free(r);
+    perf_opts_free(&o);
+    fake_stop(s);
+    ev_loop_destroy(loop);
+}
+
+static void test_paced_produce(void)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    fake_t *s = fake_start(loop);
+    char *argv[] = {"quire-perf",
+                    "produce",
+                    "--service-url",
+                    s->url,
+                    "--topics",
+                    "paced",
+                    "--no-partitions",
+                    "--rate",
+                    "400",
+                    "--seconds",
+                    "1",
+                    "--warmup-seconds",
+                    "0.2",
+                    "--disable-batching",
+                    "--report-interval-s",
+                    "0.5",
+                    "--op-timeout-s",
+                    "5"};
+    perf_opts_t o;
+    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 10);
+    CU_ASSERT_EQUAL(perf_run_status(r), 0);
+    double d = 0;
+    const perf_stats_t *t = perf_run_totals(r, &d);
+    /* 400 msg/s for a 1 s measurement after the warm-up. */
+    CU_ASSERT_TRUE(d >= 0.99 && d < 1.5);
+    CU_ASSERT_TRUE(t->produced_msgs >= 360 && t->produced_msgs <= 440);
+    CU_ASSERT_EQUAL(t->consumed_msgs, 0);
+    CU_ASSERT_EQUAL(s->sends, (int)s->entry_id);
+    CU_ASSERT_TRUE(s->sends >= 440); /* one SEND per message, warm-up included */
+    CU_ASSERT_EQUAL(s->close_prod, 1);
+    perf_run_free(r);
+    perf_opts_free(&o);
+    fake_stop(s);
+    ev_loop_destroy(loop);
+}
+
+static void test_producer_busy(void)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    fake_t *s = fake_start(loop);
+    s->producer_busy = true;
+    char *argv[] = {"quire-perf", "produce", "--service-url",  s->url,
+                    "--seconds",  "5",       "--op-timeout-s", "5"};
+    perf_opts_t o;
+    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 10);
+    CU_ASSERT_NOT_EQUAL(perf_run_status(r), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(perf_run_error(r), "ProducerBusy"));
+    perf_run_free(r);
+    perf_opts_free(&o);
+    fake_stop(s);
+    ev_loop_destroy(loop);
+}
+
+static void test_refused(void)
+{
+    /* A port nobody listens on: bind, read it back, close. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    TEST_REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    TEST_REQUIRE(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    close(fd);
+    char url[64];
+    snprintf(url, sizeof url, "pulsar://127.0.0.1:%u", ntohs(a.sin_port));
+    struct ev_loop *loop = ev_loop_new(0);
+    char *argv[] = {"quire-perf", "both", "--service-url", url, "--op-timeout-s", "5"};
+    perf_opts_t o;
+    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 10);
+    CU_ASSERT_NOT_EQUAL(perf_run_status(r), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(perf_run_error(r), "cannot connect"));
+    perf_run_free(r);
+    perf_opts_free(&o);
+    ev_loop_destroy(loop);
+}
+
+void perf_register_client(void)
+{
+    CU_pSuite s = CU_add_suite("perf_client", NULL, NULL);
+    CU_add_test(s, "both, partitioned, redirect, batches, LZ4", test_both_partitioned);
+    CU_add_test(s, "paced produce with warm-up", test_paced_produce);
+    CU_add_test(s, "ProducerBusy fails the run", test_producer_busy);
+    CU_add_test(s, "connection refused fails the run", test_refused);
+}

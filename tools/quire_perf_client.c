@@ -1,0 +1,1503 @@
+/*
+ * quire_perf_client.c — quire-perf's protocol client: one libev loop, one
+ * non-blocking connection per producer and per consumer (plus one to resolve
+ * partitioned topics), all built on server/codec.
+ *
+ * Run phases:
+ *   RESOLVE   one connection asks PARTITIONED_METADATA for every topic, and
+ *             the topic list is expanded to its partitions
+ *   SETUP     consumers subscribe first (so that a Latest subscription sees
+ *             every message of the run), then producers are created
+ *   RUN       producers send (paced or as fast as max-pending allows),
+ *             consumers receive, a timer prints a line every interval
+ *   DRAIN     no new messages; wait (bounded) for the in-flight receipts and,
+ *             in `both` mode, for the consumers to catch up
+ *   CLOSE     CLOSE_PRODUCER / CLOSE_CONSUMER, answered or timed out
+ *   DONE      the loop is broken
+ * A failure anywhere (refused connection, ERROR, SEND_ERROR, timeout) records
+ * the first error and goes to CLOSE.
+ *
+ * Endpoint (producer/consumer) states:
+ *   CONNECTING -> HANDSHAKE (CONNECT sent) -> LOOKUP -> [Redirect: reconnect,
+ *   LOOKUP again | Connect elsewhere: reconnect] -> CREATING -> READY
+ *   -> CLOSING -> CLOSED; any -> FAILED. A CLOSE_PRODUCER/CLOSE_CONSUMER from
+ *   the broker sends a READY endpoint back to CONNECTING (epoch + 1); a
+ *   producer then resends its in-flight SEND frames, kept for that purpose.
+ *
+ * Bounds: in-flight messages per producer (max-pending), the write queue of a
+ * connection (WQ_MAX_ITEMS; producers stop filling it past WQ_HIGH_BYTES), a
+ * frame's size (max_message_size + 10 KiB), pending acks (ACK_MAX), every
+ * operation (op-timeout-s), the drain (DRAIN_MAX_S).
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "server/codec/commands.h"
+#include "server/codec/frame.h"
+#include "server/codec/topic_name.h"
+#include "tools/quire_perf.h"
+
+#define WQ_MAX_ITEMS (1u << 20)
+#define WQ_HIGH_BYTES (8u * 1024u * 1024u)
+#define RBUF_INITIAL (64u * 1024u)
+#define ACK_MAX 1000u
+#define ACK_INTERVAL_S 0.1
+#define DRAIN_MAX_S 10.0
+#define MAX_REDIRECTS 8
+
+typedef enum { EP_RESOLVER, EP_PRODUCER, EP_CONSUMER } ep_kind_t;
+typedef enum {
+    ST_IDLE,
+    ST_CONNECTING,
+    ST_HANDSHAKE,
+    ST_LOOKUP,
+    ST_CREATING,
+    ST_READY,
+    ST_CLOSING,
+    ST_CLOSED,
+    ST_FAILED,
+} ep_state_t;
+
+typedef enum { P_RESOLVE, P_SETUP, P_RUN, P_DRAIN, P_CLOSE, P_DONE } phase_t;
+
+typedef struct wq {
+    qbuf_t **items;
+    size_t cap, head, count;
+    size_t off; /* bytes of items[head] already written */
+    size_t bytes;
+} wq_t;
+
+typedef struct inflight {
+    uint64_t first_seq;
+    uint32_t n;
+    qbuf_t *frame; /* kept to resend after a reconnect */
+} inflight_t;
+
+typedef struct ep {
+    perf_run_t *run;
+    ep_kind_t kind;
+    size_t index;
+    char topic[TOPIC_NAME_MAX + 1];
+    ep_state_t state;
+    /* the connection */
+    int fd;
+    uint64_t conn_gen; /* bumped by conn_close: a frame handler may reconnect */
+    ev_io rio, wio;
+    char url[PERF_MAX_URL];
+    uint8_t *rbuf;
+    size_t rlen, rcap, max_frame;
+    wq_t wq;
+    ev_timer op_timer;
+    int redirects;
+    bool lookup_authoritative;
+    bool lookup_after_connect; /* else create at once */
+    uint64_t request_id;       /* of the pending request */
+    uint64_t id;               /* producer or consumer id */
+    uint64_t epoch;
+    /* producer */
+    char producer_name[PERF_MAX_NAME];
+    bool have_name;
+    perf_pace_t pace;
+    ev_timer pace_timer, batch_timer;
+    perf_batch_t batch;
+    uint64_t next_seq;
+    uint64_t *sched_ns; /* by seq & ring_mask */
+    size_t ring_mask;
+    uint32_t pending_msgs;
+    inflight_t *inflight;
+    size_t if_cap, if_head, if_count;
+    uint8_t *payload;
+    uint32_t key_state;
+    /* consumer */
+    uint32_t permits_unsent;
+    int64_t *acks;
+    size_t n_acks;
+    bool has_cumulative;
+    ev_timer ack_timer;
+    /* resolver */
+    size_t resolved;
+    uint32_t *partitions;
+} ep_t;
+
+struct perf_run {
+    struct ev_loop *loop;
+    const perf_opts_t *o;
+    FILE *out;
+    phase_t phase;
+    ep_t *resolver;
+    ep_t **eps; /* consumers first, then producers */
+    size_t n_eps, n_cons, n_prod;
+    char **topics; /* after partition expansion */
+    size_t n_topics;
+    uint64_t next_id, next_request;
+    perf_stats_t iv, tot;
+    bool warmup;
+    uint64_t mono_base_ns;
+    int64_t wall_base_us;
+    uint64_t run_start_ns, measure_start_ns, end_ns, last_report_ns;
+    ev_timer report_timer, phase_timer, drain_timer;
+    uint64_t issued, produced_total, consumed_total;
+    int status;
+    char err[512];
+    perf_scratch_t z, dz;
+    size_t ready;
+};
+
+static void ep_fail(ep_t *e, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void conn_close(ep_t *e);
+static void conn_open(ep_t *e, const char *url, bool lookup_after);
+static void ep_begin(ep_t *e);
+static void producer_pump(ep_t *p);
+static void producer_flush(ep_t *p);
+static void run_close_begin(perf_run_t *r);
+static void run_check_drain(perf_run_t *r);
+static void run_done(perf_run_t *r);
+static void run_setup(perf_run_t *r);
+static void run_ep_ready(perf_run_t *r);
+
+static const char *kind_name(ep_kind_t k)
+{
+    return k == EP_PRODUCER ? "producer" : k == EP_CONSUMER ? "consumer" : "resolver";
+}
+
+static const char *server_error_name(int v)
+{
+    const ProtobufCEnumValue *ev =
+        protobuf_c_enum_descriptor_get_value(&pulsar__proto__server_error__descriptor, v);
+    return ev ? ev->name : "UnknownError";
+}
+
+static int64_t run_wall_us(const perf_run_t *r, uint64_t mono_ns)
+{
+    return r->wall_base_us + (int64_t)(mono_ns - r->mono_base_ns) / 1000;
+}
+
+/* ================================================================ failures */
+
+static void run_fail(perf_run_t *r, int rc, const char *msg)
+{
+    if (r->status == 0) {
+        r->status = rc ? rc : QE_INVALID;
+        snprintf(r->err, sizeof r->err, "%s", msg);
+        fprintf(stderr, "quire-perf: error: %s\n", msg);
+    }
+    if (r->phase < P_CLOSE)
+        run_close_begin(r);
+}
+
+static void ep_fail(ep_t *e, int rc, const char *fmt, ...)
+{
+    char full[512];
+    int n = snprintf(full, sizeof full, "%s on %.200s: ", kind_name(e->kind), e->topic);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(full + n, sizeof full - (size_t)n, fmt, ap);
+    va_end(ap);
+    ev_timer_stop(e->run->loop, &e->op_timer);
+    conn_close(e);
+    e->state = ST_FAILED;
+    run_fail(e->run, rc, full);
+}
+
+static void op_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    ep_t *e = w->data;
+    if (e->state == ST_CLOSING) {
+        conn_close(e);
+        e->state = ST_CLOSED;
+        run_check_drain(e->run);
+        return;
+    }
+    static const char *const what[] = {"idle",     "connecting", "handshake", "lookup",
+                                       "creating", "ready",      "closing",   "closed"};
+    ep_fail(e, QE_TIMEOUT, "timed out after %.1f s (%s, %s)", e->run->o->op_timeout_s,
+            e->state <= ST_CLOSED ? what[e->state] : "failed", e->url);
+}
+
+static void op_timer_start(ep_t *e)
+{
+    ev_timer_stop(e->run->loop, &e->op_timer);
+    ev_timer_set(&e->op_timer, e->run->o->op_timeout_s, 0);
+    ev_timer_start(e->run->loop, &e->op_timer);
+}
+
+/* ================================================================ write queue */
+
+static void wq_clear(wq_t *q)
+{
+    for (size_t i = 0; i < q->count; i++)
+        qbuf_unref(q->items[(q->head + i) % q->cap]);
+    q->head = q->count = q->off = q->bytes = 0;
+}
+
+static int wq_push(wq_t *q, qbuf_t *b)
+{
+    if (q->count == q->cap) {
+        if (q->cap >= WQ_MAX_ITEMS)
+            return QE_BUSY;
+        size_t cap = q->cap ? q->cap * 2 : 64;
+        qbuf_t **items = malloc(cap * sizeof *items);
+        if (!items)
+            return -ENOMEM;
+        for (size_t i = 0; i < q->count; i++)
+            items[i] = q->items[(q->head + i) % q->cap];
+        free(q->items);
+        q->items = items;
+        q->cap = cap;
+        q->head = 0;
+    }
+    q->items[(q->head + q->count) % q->cap] = b;
+    q->count++;
+    q->bytes += b->len;
+    return 0;
+}
+
+/* ================================================================ connection */
+
+static void conn_lost(ep_t *e, const char *why)
+{
+    if (e->state == ST_CLOSING || e->state == ST_CLOSED) {
+        conn_close(e);
+        e->state = ST_CLOSED;
+        run_check_drain(e->run);
+        return;
+    }
+    ep_fail(e, -ECONNRESET, "connection to %s lost: %s", e->url, why);
+}
+
+/* Writes what the socket takes; keeps the write watcher on while bytes remain. */
+static void conn_flush(ep_t *e)
+{
+    wq_t *q = &e->wq;
+    while (q->count > 0) {
+        struct iovec iov[64];
+        int n = 0;
+        for (size_t i = 0; i < q->count && n < 64; i++) {
+            qbuf_t *b = q->items[(q->head + i) % q->cap];
+            size_t off = i == 0 ? q->off : 0;
+            iov[n].iov_base = b->data + off;
+            iov[n].iov_len = b->len - off;
+            n++;
+        }
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(e->fd, &mh, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            if (errno == EINTR)
+                continue;
+            conn_lost(e, strerror(errno));
+            return;
+        }
+        size_t left = (size_t)w;
+        q->bytes -= left;
+        while (left > 0) {
+            qbuf_t *b = q->items[q->head];
+            size_t rest = b->len - q->off;
+            if (left < rest) {
+                q->off += left;
+                break;
+            }
+            left -= rest;
+            qbuf_unref(b);
+            q->head = (q->head + 1) % q->cap;
+            q->count--;
+            q->off = 0;
+        }
+    }
+    if (q->count > 0)
+        ev_io_start(e->run->loop, &e->wio);
+    else
+        ev_io_stop(e->run->loop, &e->wio);
+}
+
+/* Queues frame b (takes the caller's reference) and writes what it can. */
+static void conn_send(ep_t *e, qbuf_t *b)
+{
+    if (e->fd < 0) {
+        qbuf_unref(b);
+        return;
+    }
+    int rc = wq_push(&e->wq, b);
+    if (rc != 0) {
+        qbuf_unref(b);
+        ep_fail(e, rc, "write queue bound reached");
+        return;
+    }
+    if (e->state != ST_CONNECTING && !ev_is_active(&e->wio))
+        conn_flush(e);
+}
+
+/* Sends a frame built by an encoder; an encoder failure fails the endpoint. */
+static void conn_send_rc(ep_t *e, int rc, qbuf_t *b, const char *what)
+{
+    if (rc != 0) {
+        ep_fail(e, rc, "cannot encode %s: %s", what, q_strerror(rc));
+        return;
+    }
+    conn_send(e, b);
+}
+
+static void conn_close(ep_t *e)
+{
+    struct ev_loop *loop = e->run->loop;
+    ev_io_stop(loop, &e->rio);
+    ev_io_stop(loop, &e->wio);
+    if (e->fd >= 0)
+        close(e->fd);
+    e->fd = -1;
+    e->conn_gen++;
+    wq_clear(&e->wq);
+    e->rlen = 0;
+}
+
+static void ep_on_frame(ep_t *e, frame_t *f);
+
+static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    ep_t *e = w->data;
+    uint64_t gen = e->conn_gen;
+    for (int round = 0; round < 16 && e->fd >= 0; round++) {
+        if (e->rlen == e->rcap) {
+            size_t need = 0;
+            int prc = frame_peek_size(e->rbuf, e->rlen, e->max_frame, &need);
+            if (prc != 0 || need <= e->rcap) {
+                ep_fail(e, prc ? prc : QE_CORRUPT, "bad frame from %s", e->url);
+                return;
+            }
+            uint8_t *nb = realloc(e->rbuf, need);
+            if (!nb) {
+                ep_fail(e, -ENOMEM, "out of memory");
+                return;
+            }
+            e->rbuf = nb;
+            e->rcap = need;
+        }
+        ssize_t n = read(e->fd, e->rbuf + e->rlen, e->rcap - e->rlen);
+        if (n == 0) {
+            conn_lost(e, "closed by the server");
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                conn_lost(e, strerror(errno));
+            return;
+        }
+        e->rlen += (size_t)n;
+        size_t off = 0;
+        while (e->conn_gen == gen) {
+            frame_t f = {0};
+            size_t used = 0;
+            int rc = frame_decode(e->rbuf + off, e->rlen - off, e->max_frame, &f, &used);
+            if (rc == QE_AGAIN)
+                break;
+            if (rc != 0) {
+                ep_fail(e, rc, "undecodable frame from %s: %s", e->url, q_strerror(rc));
+                return;
+            }
+            off += used;
+            ep_on_frame(e, &f);
+            frame_free(&f);
+        }
+        if (e->conn_gen != gen)
+            return; /* closed or reconnected: the buffer belongs to the new connection */
+        memmove(e->rbuf, e->rbuf + off, e->rlen - off);
+        e->rlen -= off;
+        if ((size_t)n < RBUF_INITIAL / 2 && e->rlen < e->rcap)
+            return;
+    }
+}
+
+static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)revents;
+    ep_t *e = w->data;
+    if (e->state == ST_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(e->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+            err = errno;
+        if (err) {
+            ep_fail(e, -err, "cannot connect to %s: %s", e->url, strerror(err));
+            return;
+        }
+        ev_io_stop(loop, &e->wio);
+        e->state = ST_HANDSHAKE;
+        ev_io_start(loop, &e->rio);
+        qbuf_t *b = NULL;
+        int rc = perf_cmd_connect(&b);
+        conn_send_rc(e, rc, b, "CONNECT");
+        return;
+    }
+    conn_flush(e);
+    if (e->fd >= 0 && e->wq.bytes < WQ_HIGH_BYTES / 2 && e->kind == EP_PRODUCER)
+        producer_pump(e);
+}
+
+/* Opens a non-blocking connection to url (host name resolution is the one
+ * blocking call, made during set-up only). */
+static void conn_open(ep_t *e, const char *url, bool lookup_after)
+{
+    conn_close(e);
+    snprintf(e->url, sizeof e->url, "%s", url);
+    e->lookup_after_connect = lookup_after;
+    e->state = ST_CONNECTING;
+    e->max_frame = FRAME_DEFAULT_MAX_FRAME_BYTES;
+    char host[PERF_MAX_URL], port_s[8];
+    uint16_t port;
+    if (perf_parse_url(url, host, sizeof host, &port) != 0) {
+        ep_fail(e, QE_INVALID, "unusable broker URL '%s'", url);
+        return;
+    }
+    snprintf(port_s, sizeof port_s, "%u", port);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int grc = getaddrinfo(host, port_s, &hints, &ai);
+    if (grc != 0 || !ai) {
+        ep_fail(e, -EHOSTUNREACH, "cannot resolve %s: %s", host, gai_strerror(grc));
+        return;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int rc = fd < 0 ? -errno : 0;
+    if (rc == 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS)
+        rc = -errno;
+    freeaddrinfo(ai);
+    if (rc != 0) {
+        if (fd >= 0)
+            close(fd);
+        ep_fail(e, rc, "cannot connect to %s: %s", url, strerror(-rc));
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    e->fd = fd;
+    ev_io_set(&e->rio, fd, EV_READ);
+    ev_io_set(&e->wio, fd, EV_WRITE);
+    ev_io_start(e->run->loop, &e->wio);
+}
+
+/* ================================================================ requests */
+
+static uint64_t next_request(perf_run_t *r)
+{
+    return r->next_request++;
+}
+
+static void ep_send_lookup(ep_t *e)
+{
+    e->state = ST_LOOKUP;
+    e->request_id = next_request(e->run);
+    qbuf_t *b = NULL;
+    int rc = perf_cmd_lookup(e->topic, e->request_id, e->lookup_authoritative, &b);
+    conn_send_rc(e, rc, b, "LOOKUP");
+}
+
+static void ep_send_create(ep_t *e)
+{
+    perf_run_t *r = e->run;
+    e->state = ST_CREATING;
+    e->request_id = next_request(r);
+    qbuf_t *b = NULL;
+    int rc;
+    if (e->kind == EP_PRODUCER) {
+        rc = perf_cmd_producer(e->topic, e->id, e->request_id,
+                               e->have_name ? e->producer_name : NULL, e->epoch, &b);
+    } else {
+        char name[64];
+        snprintf(name, sizeof name, "quire-perf-c%zu", e->index);
+        rc = perf_cmd_subscribe(e->topic, r->o->subscription, r->o->sub_type, e->id, e->request_id,
+                                name, r->o->sub_earliest, &b);
+    }
+    conn_send_rc(e, rc, b, e->kind == EP_PRODUCER ? "PRODUCER" : "SUBSCRIBE");
+}
+
+static void resolver_send(ep_t *e)
+{
+    perf_run_t *r = e->run;
+    e->state = ST_LOOKUP;
+    e->request_id = r->next_request;
+    r->next_request += r->o->n_topics;
+    for (size_t i = 0; i < r->o->n_topics && e->fd >= 0; i++) {
+        qbuf_t *b = NULL;
+        int rc = perf_cmd_partitioned_metadata(r->o->topics[i], e->request_id + i, &b);
+        conn_send_rc(e, rc, b, "PARTITIONED_METADATA");
+    }
+}
+
+static bool same_broker(const char *a, const char *b)
+{
+    char ha[PERF_MAX_URL], hb[PERF_MAX_URL];
+    uint16_t pa, pb;
+    if (perf_parse_url(a, ha, sizeof ha, &pa) != 0 || perf_parse_url(b, hb, sizeof hb, &pb) != 0)
+        return strcmp(a, b) == 0;
+    return pa == pb && strcasecmp(ha, hb) == 0;
+}
+
+/* ================================================================ frames */
+
+static void on_connected(ep_t *e, const Pulsar__Proto__CommandConnected *c)
+{
+    if (e->state != ST_HANDSHAKE)
+        return;
+    if (c->has_max_message_size && c->max_message_size > 0)
+        e->max_frame = (size_t)c->max_message_size + 10240u;
+    if (e->kind == EP_RESOLVER)
+        resolver_send(e);
+    else if (e->lookup_after_connect)
+        ep_send_lookup(e);
+    else
+        ep_send_create(e);
+}
+
+static void on_lookup(ep_t *e, const Pulsar__Proto__CommandLookupTopicResponse *l)
+{
+    if (e->state != ST_LOOKUP || l->request_id != e->request_id)
+        return;
+    int type = l->has_response
+                   ? (int)l->response
+                   : (int)PULSAR__PROTO__COMMAND_LOOKUP_TOPIC_RESPONSE__LOOKUP_TYPE__Failed;
+    if (type == PULSAR__PROTO__COMMAND_LOOKUP_TOPIC_RESPONSE__LOOKUP_TYPE__Failed) {
+        ep_fail(e, QE_UNAVAILABLE, "lookup failed: %s: %s",
+                l->has_error ? server_error_name(l->error) : "no response",
+                l->message ? l->message : "");
+        return;
+    }
+    const char *url = l->brokerserviceurl;
+    if (!url || !*url) {
+        ep_fail(e, QE_INVALID, "lookup answered without brokerServiceUrl (TLS only?)");
+        return;
+    }
+    char target[PERF_MAX_URL];
+    snprintf(target, sizeof target, "%s", url);
+    if (type == PULSAR__PROTO__COMMAND_LOOKUP_TOPIC_RESPONSE__LOOKUP_TYPE__Redirect) {
+        if (++e->redirects > MAX_REDIRECTS) {
+            ep_fail(e, QE_INVALID, "more than %d lookup redirects", MAX_REDIRECTS);
+            return;
+        }
+        e->lookup_authoritative = l->has_authoritative && l->authoritative;
+        conn_open(e, target, true);
+        return;
+    }
+    if ((l->has_proxy_through_service_url && l->proxy_through_service_url) ||
+        same_broker(target, e->url))
+        ep_send_create(e);
+    else
+        conn_open(e, target, false);
+}
+
+static void on_partitions(ep_t *e, const Pulsar__Proto__CommandPartitionedTopicMetadataResponse *m)
+{
+    perf_run_t *r = e->run;
+    if (e->kind != EP_RESOLVER || m->request_id < e->request_id ||
+        m->request_id >= e->request_id + r->o->n_topics)
+        return;
+    size_t i = (size_t)(m->request_id - e->request_id);
+    if (m->has_response &&
+        m->response ==
+            PULSAR__PROTO__COMMAND_PARTITIONED_TOPIC_METADATA_RESPONSE__LOOKUP_TYPE__Failed) {
+        ep_fail(e, QE_UNAVAILABLE, "partitioned metadata of %s: %s: %s", r->o->topics[i],
+                m->has_error ? server_error_name(m->error) : "failed",
+                m->message ? m->message : "");
+        return;
+    }
+    if (m->has_partitions && m->partitions > PERF_MAX_PARTITIONS) {
+        ep_fail(e, QE_TOO_LARGE, "%s has %u partitions (bound %d)", r->o->topics[i], m->partitions,
+                PERF_MAX_PARTITIONS);
+        return;
+    }
+    e->partitions[i] = m->has_partitions ? m->partitions : 0;
+    if (++e->resolved == r->o->n_topics) {
+        ev_timer_stop(r->loop, &e->op_timer);
+        conn_close(e);
+        e->state = ST_CLOSED;
+        run_setup(r);
+    }
+}
+
+static void ep_ready(ep_t *e)
+{
+    ev_timer_stop(e->run->loop, &e->op_timer);
+    e->state = ST_READY;
+    run_ep_ready(e->run);
+}
+
+static void on_producer_success(ep_t *e, const Pulsar__Proto__CommandProducerSuccess *s)
+{
+    if (e->kind != EP_PRODUCER || e->state != ST_CREATING || s->request_id != e->request_id)
+        return;
+    if (s->has_producer_ready && !s->producer_ready)
+        return; /* pending (WaitForExclusive): a second PRODUCER_SUCCESS follows */
+    snprintf(e->producer_name, sizeof e->producer_name, "%s", s->producer_name);
+    e->have_name = true;
+    bool reconnect = e->epoch > 0;
+    /* Resend what was in flight when the broker closed the producer. */
+    for (size_t i = 0; i < e->if_count && e->fd >= 0; i++)
+        conn_send(e, qbuf_ref(e->inflight[(e->if_head + i) % e->if_cap].frame));
+    if (reconnect) {
+        ev_timer_stop(e->run->loop, &e->op_timer);
+        e->state = ST_READY;
+        producer_pump(e);
+        return;
+    }
+    ep_ready(e);
+}
+
+static void on_success(ep_t *e, uint64_t request_id)
+{
+    if (request_id != e->request_id)
+        return;
+    if (e->state == ST_CLOSING) {
+        ev_timer_stop(e->run->loop, &e->op_timer);
+        conn_close(e);
+        e->state = ST_CLOSED;
+        run_check_drain(e->run);
+        return;
+    }
+    if (e->kind != EP_CONSUMER || e->state != ST_CREATING)
+        return;
+    bool reconnect = e->epoch > 0;
+    qbuf_t *b = NULL;
+    int rc = perf_cmd_flow(e->id, e->run->o->receiver_queue_size, &b);
+    conn_send_rc(e, rc, b, "FLOW");
+    e->permits_unsent = 0;
+    if (reconnect) {
+        ev_timer_stop(e->run->loop, &e->op_timer);
+        e->state = ST_READY;
+        return;
+    }
+    ep_ready(e);
+}
+
+static void on_error(ep_t *e, const Pulsar__Proto__CommandError *er)
+{
+    if (er->request_id != e->request_id && er->request_id != UINT64_MAX)
+        return;
+    if (e->state == ST_CLOSING) {
+        on_success(e, er->request_id);
+        return;
+    }
+    ep_fail(e, QE_INVALID, "%s: %s", server_error_name(er->error), er->message);
+}
+
+/* The broker closed our producer/consumer (unload, fencing): look it up again. */
+static void on_broker_close(ep_t *e)
+{
+    if (e->state == ST_CLOSING) {
+        on_success(e, e->request_id);
+        return;
+    }
+    fprintf(stderr, "quire-perf: %s on %s closed by the broker, reconnecting\n", kind_name(e->kind),
+            e->topic);
+    e->epoch++;
+    if (e->kind == EP_PRODUCER)
+        ev_timer_stop(e->run->loop, &e->pace_timer);
+    ep_begin(e);
+}
+
+static void on_auth_challenge(ep_t *e)
+{
+    Pulsar__Proto__AuthData ad = PULSAR__PROTO__AUTH_DATA__INIT;
+    ad.auth_method_name = (char *)"none";
+    ad.has_auth_data = 1;
+    Pulsar__Proto__CommandAuthResponse ar = PULSAR__PROTO__COMMAND_AUTH_RESPONSE__INIT;
+    ar.client_version = (char *)PERF_CLIENT_VERSION;
+    ar.response = &ad;
+    ar.has_protocol_version = 1;
+    ar.protocol_version = PERF_PROTOCOL_VERSION;
+    Pulsar__Proto__BaseCommand b = PULSAR__PROTO__BASE_COMMAND__INIT;
+    b.type = PULSAR__PROTO__BASE_COMMAND__TYPE__AUTH_RESPONSE;
+    b.authresponse = &ar;
+    qbuf_t *out = NULL;
+    int rc = frame_encode_command(&b, &out);
+    conn_send_rc(e, rc, out, "AUTH_RESPONSE");
+}
+
+/* ---------------------------------------------------------------- producer */
+
+static void on_receipt(ep_t *p, const Pulsar__Proto__CommandSendReceipt *s)
+{
+    perf_run_t *r = p->run;
+    if (p->kind != EP_PRODUCER || p->if_count == 0)
+        return;
+    inflight_t *f = &p->inflight[p->if_head];
+    if (s->sequence_id < f->first_seq)
+        return; /* a duplicate receipt after a resend */
+    if (s->sequence_id != f->first_seq) {
+        ep_fail(p, QE_CORRUPT, "SEND_RECEIPT for sequence %llu, expected %llu",
+                (unsigned long long)s->sequence_id, (unsigned long long)f->first_seq);
+        return;
+    }
+    uint64_t now = clock_mono_ns();
+    for (uint64_t q = f->first_seq; q < f->first_seq + f->n; q++) {
+        uint64_t sched = p->sched_ns[q & p->ring_mask];
+        hist_record(&r->iv.pub_us, now > sched ? (now - sched) / 1000 : 0);
+    }
+    r->iv.produced_msgs += f->n;
+    r->iv.produced_bytes += (uint64_t)f->n * r->o->size_bytes;
+    r->produced_total += f->n;
+    p->pending_msgs -= f->n;
+    qbuf_unref(f->frame);
+    f->frame = NULL;
+    p->if_head = (p->if_head + 1) % p->if_cap;
+    p->if_count--;
+    producer_pump(p);
+    run_check_drain(r);
+}
+
+static void on_send_error(ep_t *p, const Pulsar__Proto__CommandSendError *s)
+{
+    p->run->iv.send_errors++;
+    ep_fail(p, QE_INVALID, "SEND_ERROR for sequence %llu: %s: %s",
+            (unsigned long long)s->sequence_id, server_error_name(s->error), s->message);
+}
+
+/* ---------------------------------------------------------------- consumer */
+
+typedef struct msg_ctx {
+    perf_run_t *r;
+    int64_t now_us;
+    uint32_t unstamped;
+} msg_ctx_t;
+
+static void on_single_message(void *ctx, uint64_t ts_us)
+{
+    msg_ctx_t *m = ctx;
+    if (ts_us == 0) {
+        m->unstamped++;
+        return;
+    }
+    hist_record(&m->r->iv.e2e_us, m->now_us > (int64_t)ts_us ? (uint64_t)m->now_us - ts_us : 0);
+}
+
+static void consumer_flush_acks(ep_t *c)
+{
+    ev_timer_stop(c->run->loop, &c->ack_timer);
+    if (c->n_acks == 0 || (c->state != ST_READY && c->state != ST_CLOSING))
+        return;
+    qbuf_t *b = NULL;
+    int rc = perf_cmd_ack(c->id, c->run->o->ack_type, c->acks, c->n_acks, &b);
+    c->n_acks = 0;
+    conn_send_rc(c, rc, b, "ACK");
+}
+
+static void ack_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    consumer_flush_acks(w->data);
+}
+
+static void consumer_ack(ep_t *c, int64_t ledger, int64_t entry)
+{
+    if (c->run->o->ack_type == PERF_ACK_CUMULATIVE) {
+        c->acks[0] = ledger;
+        c->acks[1] = entry;
+        c->n_acks = 1;
+    } else {
+        c->acks[2 * c->n_acks] = ledger;
+        c->acks[2 * c->n_acks + 1] = entry;
+        if (++c->n_acks >= ACK_MAX) {
+            consumer_flush_acks(c);
+            return;
+        }
+    }
+    if (!ev_is_active(&c->ack_timer)) {
+        ev_timer_set(&c->ack_timer, ACK_INTERVAL_S, 0);
+        ev_timer_start(c->run->loop, &c->ack_timer);
+    }
+}
+
+static void on_message(ep_t *c, const Pulsar__Proto__CommandMessage *m, const frame_t *f)
+{
+    perf_run_t *r = c->run;
+    if (c->kind != EP_CONSUMER || !f->payload)
+        return;
+    if (f->has_checksum && !f->checksum_ok)
+        r->iv.checksum_errors++;
+    msg_ctx_t ctx = {.r = r, .now_us = run_wall_us(r, clock_mono_ns())};
+    perf_entry_t ent;
+    int rc = perf_parse_entry(f->payload, f->payload_len, &r->dz, on_single_message, &ctx, &ent);
+    if (rc != 0) {
+        ep_fail(c, rc, "unparsable entry %lld:%lld: %s", (long long)m->message_id->ledgerid,
+                (long long)m->message_id->entryid, q_strerror(rc));
+        return;
+    }
+    for (uint32_t i = 0; i < ctx.unstamped; i++) {
+        int64_t d_ms = ctx.now_us / 1000 - ent.publish_time_ms;
+        hist_record(&r->iv.e2e_us, d_ms > 0 ? (uint64_t)d_ms * 1000 : 0);
+    }
+    r->iv.consumed_msgs += ent.n_msgs;
+    r->iv.consumed_bytes += ent.payload_bytes;
+    r->consumed_total += ent.n_msgs;
+    consumer_ack(c, (int64_t)m->message_id->ledgerid, (int64_t)m->message_id->entryid);
+    c->permits_unsent += ent.n_msgs ? ent.n_msgs : 1;
+    if (c->permits_unsent >= r->o->receiver_queue_size / 2) {
+        qbuf_t *b = NULL;
+        rc = perf_cmd_flow(c->id, c->permits_unsent, &b);
+        c->permits_unsent = 0;
+        conn_send_rc(c, rc, b, "FLOW");
+    }
+    if (r->o->mode == PERF_MODE_CONSUME && r->o->messages && r->consumed_total >= r->o->messages &&
+        r->phase == P_RUN)
+        perf_run_stop(r);
+    run_check_drain(r);
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static void ep_on_frame(ep_t *e, frame_t *f)
+{
+    const Pulsar__Proto__BaseCommand *c = f->cmd;
+    qbuf_t *b = NULL;
+    int rc;
+    switch (c->type) {
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__PING:
+        rc = cmd_encode_pong(&b);
+        conn_send_rc(e, rc, b, "PONG");
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__CONNECTED:
+        on_connected(e, c->connected);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__AUTH_CHALLENGE:
+        on_auth_challenge(e);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__PARTITIONED_METADATA_RESPONSE:
+        on_partitions(e, c->partitionmetadataresponse);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__LOOKUP_RESPONSE:
+        on_lookup(e, c->lookuptopicresponse);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__PRODUCER_SUCCESS:
+        on_producer_success(e, c->producer_success);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__SUCCESS:
+        on_success(e, c->success->request_id);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__ERROR:
+        on_error(e, c->error);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__SEND_RECEIPT:
+        on_receipt(e, c->send_receipt);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__SEND_ERROR:
+        on_send_error(e, c->send_error);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__MESSAGE:
+        on_message(e, c->message, f);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__CLOSE_PRODUCER:
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__CLOSE_CONSUMER:
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__TOPIC_MIGRATED:
+        if (e->state == ST_READY || e->state == ST_CLOSING)
+            on_broker_close(e);
+        break;
+    default: /* PONG, ACK_RESPONSE, ACTIVE_CONSUMER_CHANGE, ...: nothing to do */
+        break;
+    }
+}
+
+/* ================================================================ producers */
+
+static bool producer_batch_full(const ep_t *p)
+{
+    const perf_opts_t *o = p->run->o;
+    return p->batch.n >= o->batch_max_messages || p->batch.len >= o->batch_max_bytes;
+}
+
+static void producer_flush(ep_t *p)
+{
+    perf_run_t *r = p->run;
+    ev_timer_stop(r->loop, &p->batch_timer);
+    if (p->batch.n == 0 || p->state != ST_READY)
+        return;
+    qbuf_t *frame = NULL;
+    int rc = perf_encode_send(&p->batch, p->id, p->producer_name, clock_wall_ms(),
+                              r->o->compression, &r->z, &frame);
+    if (rc != 0) {
+        ep_fail(p, rc, "cannot build SEND: %s", q_strerror(rc));
+        return;
+    }
+    if (p->if_count == p->if_cap) { /* cannot happen: each batch holds >= 1 pending message */
+        qbuf_unref(frame);
+        ep_fail(p, QE_BUSY, "in-flight bound broken");
+        return;
+    }
+    inflight_t *f = &p->inflight[(p->if_head + p->if_count) % p->if_cap];
+    f->first_seq = p->batch.first_seq;
+    f->n = p->batch.n;
+    f->frame = qbuf_ref(frame);
+    p->if_count++;
+    perf_batch_reset(&p->batch);
+    conn_send(p, frame);
+}
+
+static void batch_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    producer_flush(w->data);
+}
+
+static void pace_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    producer_pump(w->data);
+}
+
+static void producer_add(ep_t *p, uint64_t sched_ns, uint64_t now_ns)
+{
+    perf_run_t *r = p->run;
+    const perf_opts_t *o = r->o;
+    uint64_t seq = p->next_seq++;
+    perf_payload_stamp(p->payload, o->size_bytes, (uint64_t)run_wall_us(r, sched_ns));
+    char key[32];
+    const char *k = NULL;
+    if (o->keys) {
+        p->key_state = p->key_state * 1664525u + 1013904223u;
+        snprintf(key, sizeof key, "key-%u", (p->key_state >> 8) % o->keys);
+        k = key;
+    }
+    int rc = perf_batch_add(&p->batch, p->payload, o->size_bytes, k, seq, now_ns);
+    if (rc != 0) {
+        ep_fail(p, rc, "cannot add to batch: %s", q_strerror(rc));
+        return;
+    }
+    p->sched_ns[seq & p->ring_mask] = sched_ns;
+    p->pending_msgs++;
+    r->issued++;
+}
+
+/* Takes due messages into the batch while max-pending and the write queue
+ * allow; flushes full batches; arms the pace and batch timers. */
+static void producer_pump(ep_t *p)
+{
+    perf_run_t *r = p->run;
+    const perf_opts_t *o = r->o;
+    if (p->state != ST_READY || r->phase != P_RUN)
+        return;
+    uint64_t now = clock_mono_ns();
+    while (p->state == ST_READY && r->phase == P_RUN) {
+        if (p->pending_msgs >= o->max_pending || p->wq.bytes > WQ_HIGH_BYTES)
+            break;
+        if (o->messages && r->issued >= o->messages) {
+            perf_run_stop(r);
+            return;
+        }
+        uint64_t sched = now;
+        if (o->rate > 0) {
+            if (perf_pace_due(&p->pace, now) == 0) {
+                uint64_t next = perf_pace_sched_ns(&p->pace, p->pace.issued);
+                ev_timer_stop(r->loop, &p->pace_timer);
+                ev_timer_set(&p->pace_timer, next > now ? (double)(next - now) / 1e9 : 0, 0);
+                ev_timer_start(r->loop, &p->pace_timer);
+                break;
+            }
+            sched = perf_pace_sched_ns(&p->pace, p->pace.issued);
+            p->pace.issued++;
+        }
+        producer_add(p, sched, now);
+        if (producer_batch_full(p))
+            producer_flush(p);
+    }
+    if (p->batch.n > 0 && p->state == ST_READY && !ev_is_active(&p->batch_timer)) {
+        uint64_t due = p->batch.first_add_ns + (uint64_t)(o->batch_max_delay_ms * 1e6);
+        if (o->batch_max_delay_ms <= 0 || due <= now) {
+            producer_flush(p);
+        } else {
+            ev_timer_set(&p->batch_timer, (double)(due - now) / 1e9, 0);
+            ev_timer_start(r->loop, &p->batch_timer);
+        }
+    }
+}
+
+/* ================================================================ endpoints */
+
+static void ep_begin(ep_t *e)
+{
+    e->redirects = 0;
+    e->lookup_authoritative = false;
+    op_timer_start(e);
+    conn_open(e, e->run->o->service_url, true);
+}
+
+static ep_t *ep_new(perf_run_t *r, ep_kind_t kind, size_t index, const char *topic)
+{
+    ep_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->run = r;
+    e->kind = kind;
+    e->index = index;
+    e->fd = -1;
+    e->id = r->next_id++;
+    snprintf(e->topic, sizeof e->topic, "%s", topic ? topic : "(partitioned metadata)");
+    ev_io_init(&e->rio, conn_read_cb, -1, EV_READ);
+    ev_io_init(&e->wio, conn_write_cb, -1, EV_WRITE);
+    e->rio.data = e->wio.data = e;
+    ev_timer_init(&e->op_timer, op_timer_cb, 1, 0);
+    ev_timer_init(&e->pace_timer, pace_timer_cb, 1, 0);
+    ev_timer_init(&e->batch_timer, batch_timer_cb, 1, 0);
+    ev_timer_init(&e->ack_timer, ack_timer_cb, 1, 0);
+    e->op_timer.data = e->pace_timer.data = e->batch_timer.data = e->ack_timer.data = e;
+    e->rcap = RBUF_INITIAL;
+    e->rbuf = malloc(e->rcap);
+    if (!e->rbuf) {
+        free(e);
+        return NULL;
+    }
+    const perf_opts_t *o = r->o;
+    if (kind == EP_PRODUCER) {
+        size_t ring = 1;
+        while (ring < o->max_pending)
+            ring <<= 1;
+        e->ring_mask = ring - 1;
+        e->sched_ns = calloc(ring, sizeof *e->sched_ns);
+        e->if_cap = o->max_pending;
+        e->inflight = calloc(e->if_cap, sizeof *e->inflight);
+        e->payload = malloc(o->size_bytes);
+        e->batch.batching = o->batch_max_messages > 1;
+        e->key_state = (uint32_t)index * 2654435761u + 7;
+        if (!e->sched_ns || !e->inflight || !e->payload)
+            return e; /* caller checks via ep_ok */
+        perf_payload_fill(e->payload, o->size_bytes, (uint32_t)index);
+    } else if (kind == EP_CONSUMER) {
+        e->acks = calloc(2 * ACK_MAX, sizeof *e->acks);
+    } else {
+        e->partitions = calloc(o->n_topics, sizeof *e->partitions);
+    }
+    return e;
+}
+
+static bool ep_ok(const ep_t *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == EP_PRODUCER)
+        return e->sched_ns && e->inflight && e->payload;
+    if (e->kind == EP_CONSUMER)
+        return e->acks != NULL;
+    return e->partitions != NULL;
+}
+
+static void ep_free(ep_t *e)
+{
+    if (!e)
+        return;
+    struct ev_loop *loop = e->run->loop;
+    conn_close(e);
+    ev_timer_stop(loop, &e->op_timer);
+    ev_timer_stop(loop, &e->pace_timer);
+    ev_timer_stop(loop, &e->batch_timer);
+    ev_timer_stop(loop, &e->ack_timer);
+    for (size_t i = 0; i < e->if_count; i++)
+        qbuf_unref(e->inflight[(e->if_head + i) % e->if_cap].frame);
+    free(e->wq.items);
+    free(e->rbuf);
+    free(e->sched_ns);
+    free(e->inflight);
+    free(e->payload);
+    free(e->acks);
+    free(e->partitions);
+    perf_batch_free(&e->batch);
+    free(e);
+}
+
+/* ================================================================ the run */
+
+static uint64_t run_pending(const perf_run_t *r)
+{
+    uint64_t n = 0;
+    for (size_t i = r->n_cons; i < r->n_eps; i++)
+        n += r->eps[i]->pending_msgs;
+    return n;
+}
+
+static void report_line(perf_run_t *r, uint64_t now)
+{
+    double iv_s = (double)(now - r->last_report_ns) / 1e9;
+    char line[1024];
+    perf_format_interval(line, sizeof line, (double)(now - r->run_start_ns) / 1e9, iv_s, &r->iv,
+                         r->o->mode, run_pending(r), r->warmup);
+    fprintf(r->out, "%s\n", line);
+    fflush(r->out);
+    if (!r->warmup)
+        perf_stats_merge(&r->tot, &r->iv);
+    perf_stats_reset(&r->iv);
+    r->last_report_ns = now;
+}
+
+static void report_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    report_line(w->data, clock_mono_ns());
+}
+
+static void phase_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    perf_run_t *r = w->data;
+    if (r->warmup) { /* warm-up over: forget it, start measuring */
+        uint64_t now = clock_mono_ns();
+        if (now - r->last_report_ns > 50000000u)
+            report_line(r, now);
+        perf_stats_reset(&r->iv);
+        perf_stats_reset(&r->tot);
+        r->warmup = false;
+        r->measure_start_ns = now;
+        ev_timer_stop(loop, &r->report_timer);
+        ev_timer_set(&r->report_timer, r->o->report_interval_s, r->o->report_interval_s);
+        ev_timer_start(loop, &r->report_timer);
+        if (r->o->seconds > 0) {
+            ev_timer_set(w, r->o->seconds, 0);
+            ev_timer_start(loop, w);
+        }
+        return;
+    }
+    perf_run_stop(r);
+}
+
+static void run_start_measuring(perf_run_t *r)
+{
+    uint64_t now = clock_mono_ns();
+    r->phase = P_RUN;
+    perf_stats_reset(&r->iv);
+    r->run_start_ns = r->measure_start_ns = r->last_report_ns = now;
+    r->warmup = r->o->warmup_seconds > 0;
+    ev_timer_set(&r->report_timer, r->o->report_interval_s, r->o->report_interval_s);
+    ev_timer_start(r->loop, &r->report_timer);
+    double first = r->warmup ? r->o->warmup_seconds : r->o->seconds;
+    if (first > 0) {
+        ev_timer_set(&r->phase_timer, first, 0);
+        ev_timer_start(r->loop, &r->phase_timer);
+    }
+    fprintf(r->out, "quire-perf: %zu producer(s), %zu consumer(s) on %zu topic(s) ready%s\n",
+            r->n_prod, r->n_cons, r->n_topics, r->warmup ? "; warming up" : "");
+    fflush(r->out);
+    /* Producers start staggered over one period of the total rate. */
+    double per = r->n_prod ? r->o->rate / (double)r->n_prod : 0;
+    for (size_t i = 0; i < r->n_prod; i++) {
+        ep_t *p = r->eps[r->n_cons + i];
+        uint64_t offset = r->o->rate > 0 ? (uint64_t)((double)i * 1e9 / r->o->rate) : 0;
+        perf_pace_init(&p->pace, now + offset, per);
+        producer_pump(p);
+    }
+}
+
+static void run_ep_ready(perf_run_t *r)
+{
+    if (r->phase != P_SETUP)
+        return;
+    r->ready++;
+    if (r->ready == r->n_cons && r->n_prod > 0) { /* consumers in: start the producers */
+        for (size_t i = r->n_cons; i < r->n_eps && r->phase == P_SETUP; i++)
+            ep_begin(r->eps[i]);
+    }
+    if (r->ready == r->n_eps && r->phase == P_SETUP)
+        run_start_measuring(r);
+}
+
+static int run_expand_topics(perf_run_t *r)
+{
+    const perf_opts_t *o = r->o;
+    size_t n = 0;
+    for (size_t i = 0; i < o->n_topics; i++) {
+        uint32_t parts = r->resolver ? r->resolver->partitions[i] : 0;
+        n += parts ? parts : 1;
+    }
+    size_t per = (o->mode & PERF_MODE_PRODUCE ? o->producers_per_topic : 0) +
+                 (o->mode & PERF_MODE_CONSUME ? o->consumers_per_topic : 0);
+    if (n * per > PERF_MAX_ENDPOINTS) {
+        run_fail(r, QE_TOO_LARGE, "too many producers+consumers after partition expansion");
+        return QE_TOO_LARGE;
+    }
+    r->topics = calloc(n, sizeof *r->topics);
+    if (!r->topics)
+        return -ENOMEM;
+    for (size_t i = 0; i < o->n_topics; i++) {
+        uint32_t parts = r->resolver ? r->resolver->partitions[i] : 0;
+        if (parts == 0) {
+            r->topics[r->n_topics++] = strdup(o->topics[i]);
+            continue;
+        }
+        topic_name_t *tn = malloc(sizeof *tn);
+        if (!tn || topic_name_parse(o->topics[i], tn) != 0) {
+            free(tn);
+            return QE_INVALID;
+        }
+        for (uint32_t k = 0; k < parts; k++) {
+            char name[TOPIC_NAME_MAX + 32];
+            if (topic_name_partition(tn, (int)k, name, sizeof name) == 0)
+                r->topics[r->n_topics++] = strdup(name);
+        }
+        free(tn);
+    }
+    for (size_t i = 0; i < r->n_topics; i++)
+        if (!r->topics[i])
+            return -ENOMEM;
+    return 0;
+}
+
+static void run_setup(perf_run_t *r)
+{
+    const perf_opts_t *o = r->o;
+    int rc = run_expand_topics(r);
+    if (rc != 0) {
+        run_fail(r, rc, "cannot build the topic list");
+        return;
+    }
+    size_t cpt = o->mode & PERF_MODE_CONSUME ? o->consumers_per_topic : 0;
+    size_t ppt = o->mode & PERF_MODE_PRODUCE ? o->producers_per_topic : 0;
+    r->eps = calloc(r->n_topics * (cpt + ppt), sizeof *r->eps);
+    if (!r->eps) {
+        run_fail(r, -ENOMEM, "out of memory");
+        return;
+    }
+    for (size_t t = 0; t < r->n_topics; t++)
+        for (size_t k = 0; k < cpt; k++, r->n_cons++)
+            r->eps[r->n_eps++] = ep_new(r, EP_CONSUMER, r->n_cons, r->topics[t]);
+    for (size_t t = 0; t < r->n_topics; t++)
+        for (size_t k = 0; k < ppt; k++, r->n_prod++)
+            r->eps[r->n_eps++] = ep_new(r, EP_PRODUCER, r->n_prod, r->topics[t]);
+    for (size_t i = 0; i < r->n_eps; i++) {
+        if (!ep_ok(r->eps[i])) {
+            run_fail(r, -ENOMEM, "out of memory creating producers/consumers");
+            return;
+        }
+    }
+    r->phase = P_SETUP;
+    /* Consumers first (producers follow when they are ready), else producers. */
+    size_t last = r->n_cons > 0 ? r->n_cons : r->n_eps;
+    for (size_t i = 0; i < last && r->phase == P_SETUP; i++)
+        ep_begin(r->eps[i]);
+}
+
+static void drain_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    perf_run_t *r = w->data;
+    if (r->phase == P_DRAIN) {
+        fprintf(stderr,
+                "quire-perf: drain timed out: %llu message(s) without receipt, "
+                "%llu produced / %llu consumed\n",
+                (unsigned long long)run_pending(r), (unsigned long long)r->produced_total,
+                (unsigned long long)r->consumed_total);
+        run_close_begin(r);
+    } else if (r->phase == P_CLOSE) {
+        run_done(r);
+    }
+}
+
+static void run_check_drain(perf_run_t *r)
+{
+    if (r->phase == P_DRAIN) {
+        if (run_pending(r) > 0)
+            return;
+        if (r->o->mode == PERF_MODE_BOTH && r->consumed_total < r->produced_total)
+            return;
+        run_close_begin(r);
+    } else if (r->phase == P_CLOSE) {
+        for (size_t i = 0; i < r->n_eps; i++)
+            if (r->eps[i]->state == ST_CLOSING)
+                return;
+        run_done(r);
+    }
+}
+
+static void run_close_begin(perf_run_t *r)
+{
+    if (r->phase >= P_CLOSE)
+        return;
+    uint64_t now = clock_mono_ns();
+    if (r->phase >= P_RUN && r->end_ns == 0)
+        r->end_ns = now;
+    r->phase = P_CLOSE;
+    if (r->resolver && r->resolver->state != ST_CLOSED) {
+        conn_close(r->resolver);
+        ev_timer_stop(r->loop, &r->resolver->op_timer);
+        r->resolver->state = ST_CLOSED;
+    }
+    for (size_t i = 0; i < r->n_eps; i++) {
+        ep_t *e = r->eps[i];
+        ev_timer_stop(r->loop, &e->pace_timer);
+        ev_timer_stop(r->loop, &e->batch_timer);
+        if (e->state != ST_READY) {
+            ev_timer_stop(r->loop, &e->op_timer);
+            conn_close(e);
+            if (e->state != ST_FAILED)
+                e->state = ST_CLOSED;
+            continue;
+        }
+        qbuf_t *b = NULL;
+        e->request_id = next_request(r);
+        int rc;
+        if (e->kind == EP_CONSUMER) {
+            consumer_flush_acks(e);
+            rc = perf_cmd_close_consumer(e->id, e->request_id, &b);
+        } else {
+            rc = perf_cmd_close_producer(e->id, e->request_id, &b);
+        }
+        e->state = ST_CLOSING;
+        op_timer_start(e);
+        conn_send_rc(e, rc, b, "CLOSE");
+    }
+    ev_timer_stop(r->loop, &r->drain_timer);
+    ev_timer_set(&r->drain_timer, r->o->op_timeout_s, 0);
+    ev_timer_start(r->loop, &r->drain_timer);
+    run_check_drain(r);
+}
+
+static void run_done(perf_run_t *r)
+{
+    if (r->phase == P_DONE)
+        return;
+    uint64_t now = clock_mono_ns();
+    if (r->phase >= P_RUN && r->end_ns == 0)
+        r->end_ns = now;
+    bool measured = r->run_start_ns != 0;
+    r->phase = P_DONE;
+    if (measured && !r->warmup)
+        perf_stats_merge(&r->tot, &r->iv);
+    perf_stats_reset(&r->iv);
+    ev_timer_stop(r->loop, &r->report_timer);
+    ev_timer_stop(r->loop, &r->phase_timer);
+    ev_timer_stop(r->loop, &r->drain_timer);
+    for (size_t i = 0; i < r->n_eps; i++) {
+        ep_t *e = r->eps[i];
+        ev_timer_stop(r->loop, &e->op_timer);
+        ev_timer_stop(r->loop, &e->ack_timer);
+        ev_timer_stop(r->loop, &e->pace_timer);
+        ev_timer_stop(r->loop, &e->batch_timer);
+        conn_close(e);
+    }
+    if (r->resolver) {
+        conn_close(r->resolver);
+        ev_timer_stop(r->loop, &r->resolver->op_timer);
+    }
+    ev_break(r->loop, EVBREAK_ALL);
+}
+
+/* ================================================================ public */
+
+int perf_run_create(struct ev_loop *loop, const perf_opts_t *o, FILE *report_out, perf_run_t **out)
+{
+    perf_run_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    r->loop = loop;
+    r->o = o;
+    r->out = report_out ? report_out : stdout;
+    r->next_id = 1;
+    r->next_request = 1;
+    perf_stats_reset(&r->iv);
+    perf_stats_reset(&r->tot);
+    ev_timer_init(&r->report_timer, report_timer_cb, 1, 1);
+    ev_timer_init(&r->phase_timer, phase_timer_cb, 1, 0);
+    ev_timer_init(&r->drain_timer, drain_timer_cb, 1, 0);
+    r->report_timer.data = r->phase_timer.data = r->drain_timer.data = r;
+    r->mono_base_ns = clock_mono_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    r->wall_base_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    *out = r;
+    return 0;
+}
+
+void perf_run_start(perf_run_t *r)
+{
+    if (!r->o->partitions) {
+        run_setup(r);
+        return;
+    }
+    r->phase = P_RESOLVE;
+    r->resolver = ep_new(r, EP_RESOLVER, 0, NULL);
+    if (!ep_ok(r->resolver)) {
+        run_fail(r, -ENOMEM, "out of memory");
+        return;
+    }
+    ep_begin(r->resolver);
+}
+
+void perf_run_stop(perf_run_t *r)
+{
+    if (r->phase == P_RUN) {
+        r->phase = P_DRAIN;
+        /* Send what is batched, as a client's close() flushes. */
+        for (size_t i = r->n_cons; i < r->n_eps; i++) {
+            ep_t *p = r->eps[i];
+            ev_timer_stop(r->loop, &p->pace_timer);
+            producer_flush(p);
+        }
+        double d = r->o->op_timeout_s < DRAIN_MAX_S ? r->o->op_timeout_s : DRAIN_MAX_S;
+        ev_timer_stop(r->loop, &r->drain_timer);
+        ev_timer_set(&r->drain_timer, d, 0);
+        ev_timer_start(r->loop, &r->drain_timer);
+        run_check_drain(r);
+    } else if (r->phase < P_RUN) {
+        run_close_begin(r);
+    } else if (r->phase == P_DRAIN) {
+        run_close_begin(r);
+    } else {
+        run_done(r);
+    }
+}
+
+bool perf_run_done(const perf_run_t *r)
+{
+    return r->phase == P_DONE;
+}
+
+int perf_run_status(const perf_run_t *r)
+{
+    return r->status;
+}
+
+const char *perf_run_error(const perf_run_t *r)
+{
+    return r->err;
+}
+
+const perf_stats_t *perf_run_totals(perf_run_t *r, double *duration_s)
+{
+    uint64_t end = r->end_ns ? r->end_ns : clock_mono_ns();
+    *duration_s = r->measure_start_ns && end > r->measure_start_ns
+                      ? (double)(end - r->measure_start_ns) / 1e9
+                      : 0;
+    return &r->tot;
+}
+
+void perf_run_free(perf_run_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_eps; i++)
+        ep_free(r->eps[i]);
+    ep_free(r->resolver);
+    free(r->eps);
+    for (size_t i = 0; i < r->n_topics; i++)
+        free(r->topics[i]);
+    free(r->topics);
+    perf_scratch_free(&r->z);
+    perf_scratch_free(&r->dz);
+    ev_timer_stop(r->loop, &r->report_timer);
+    ev_timer_stop(r->loop, &r->phase_timer);
+    ev_timer_stop(r->loop, &r->drain_timer);
+    free(r);
+}
