@@ -20,6 +20,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "server/broker_int.h"
+#include "server/ns_policies.h"
 
 /* ------------------------------------------------------------- config -- */
 
@@ -63,7 +64,7 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
 {
     memset(cfg, 0, sizeof *cfg);
     ml_config_defaults(&cfg->ml);
-    int64_t v[16];
+    int64_t v[20];
     const int_key_t keys[] = {
         {"brokerServicePort", 6650, 0, 65535},
         {"webServicePort", 8080, 0, 65535},
@@ -79,6 +80,8 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
         {"managedLedgerMaxEntriesPerLedger", 50000, 1, (1 << POS_ENTRY_BITS) - 1},
         {"managedLedgerMaxSizePerLedgerMbytes", 2048, 1, 1 << 20},
         {"managedLedgerMaxLedgerRolloverTimeMinutes", 240, 1, 1 << 20},
+        {"defaultRetentionTimeInMinutes", 0, -1, INT32_MAX},
+        {"defaultRetentionSizeInMB", 0, -1, INT32_MAX},
     };
     size_t nkeys = sizeof keys / sizeof keys[0];
     for (size_t i = 0; i < nkeys; i++)
@@ -96,6 +99,8 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
     cfg->ml.max_entries_per_ledger = (uint64_t)v[11];
     cfg->ml.max_ledger_size_bytes = (uint64_t)v[12] << 20;
     cfg->ml.max_ledger_rollover_time_s = (uint32_t)v[13] * 60;
+    cfg->default_retention_time_min = v[14];
+    cfg->default_retention_size_mb = v[15];
     if (!(v[10] <= v[9] && v[9] <= v[8])) {
         snprintf(err, err_len,
                  "managedLedgerDefault{AckQuorum <= WriteQuorum <= EnsembleSize} does not hold: "
@@ -181,9 +186,11 @@ int broker_new(struct ev_loop *loop, const broker_config_t *cfg, md_store_t *md,
     b->mlf = mlf;
     b->listen_fd = -1;
     b->topics = qmap_new();
+    b->ns_policies = qmap_new();
     b->mailbox = qloop_mailbox_new(loop);
-    if (!b->topics || !b->mailbox) {
+    if (!b->topics || !b->mailbox || !b->ns_policies) {
         qmap_free(b->topics);
+        qmap_free(b->ns_policies);
         qloop_mailbox_free(b->mailbox);
         free(b);
         return -ENOMEM;
@@ -334,6 +341,7 @@ void broker_free(broker_t *b)
         free(t);
     }
     qmap_free(b->topics);
+    broker_ns_policies_free(b);
     qloop_mailbox_free(b->mailbox);
     free(b);
 }

@@ -56,6 +56,7 @@ struct broker {
     int shutdown_pending;
     char service_url[256];
     qloop_mailbox_t *mailbox; /* defers callbacks so none runs inline */
+    qmap_t *ns_policies;      /* namespace -> cached policies (ns_policies.c) */
 };
 
 /* A storage completion whose result nobody waits for (logged if an error). */
@@ -162,6 +163,11 @@ int topic_registry_path(const topic_name_t *tn, char *out, size_t len);
  * create: auto-create when absent (allowAutoTopicCreation and the request). */
 int broker_topic_get(broker_t *b, const char *name, bool create, topic_ready_cb cb, void *arg);
 topic_t *broker_topic_find(broker_t *b, const char *name);
+/* The namespace's policies changed (or were first loaded): apply them to t. */
+struct ns_policies;
+void topic_policies_changed(topic_t *t, const struct ns_policies *p);
+/* The managed-ledger configuration of t under policies p (retention). */
+void topic_ml_config(const topic_t *t, const struct ns_policies *p, ml_config_t *out);
 /* Called by the managed ledger listener: wake tailing subscriptions. */
 void topic_on_entry_added(topic_t *t);
 void topic_remove_producer(topic_t *t, producer_t *p);

@@ -23,6 +23,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "server/broker_int.h"
+#include "server/ns_policies.h"
 
 typedef struct defer_topic {
     topic_ready_cb cb;
@@ -112,15 +113,57 @@ static void topic_ml_opened(int rc, managed_ledger_t *ml, void *arg)
     topic_load_finish(t, rc);
 }
 
+void topic_ml_config(const topic_t *t, const ns_policies_t *p, ml_config_t *out)
+{
+    const broker_config_t *cfg = &t->broker->cfg;
+    *out = cfg->ml;
+    int64_t minutes = p->has_retention ? p->retention_time_min : cfg->default_retention_time_min;
+    int64_t mb = p->has_retention ? p->retention_size_mb : cfg->default_retention_size_mb;
+    out->retention_time_s = minutes < 0 ? -1 : minutes * 60;
+    out->retention_size_bytes = mb < 0 ? -1 : mb << 20;
+}
+
+void topic_policies_changed(topic_t *t, const ns_policies_t *p)
+{
+    if (!t->ml)
+        return;
+    ml_config_t mc;
+    topic_ml_config(t, p, &mc);
+    int rc = ml_update_config(t->ml, &mc);
+    if (rc < 0)
+        log_warn("topic", "%s: cannot apply new policies: %s", t->name, q_strerror(rc));
+}
+
+static void topic_open_ledger_with(int rc, const ns_policies_t *p, void *arg);
+
+/* Loads the namespace's policies first: the managed ledger opens with them. */
 static void topic_open_ledger(topic_t *t)
 {
     topic_name_t tn;
-    char ml_name[3 * TOPIC_NAME_MAX + 32];
     int rc = topic_name_parse(t->name, &tn);
+    assert(rc == 0);
+    t->busy++;
+    rc = broker_ns_policies_load(t->broker, tn.namespace_name, topic_open_ledger_with, t);
+    if (rc < 0) {
+        t->busy--;
+        topic_load_finish(t, rc);
+    }
+}
+
+static void topic_open_ledger_with(int rc, const ns_policies_t *p, void *arg)
+{
+    topic_t *t = arg;
+    t->busy--;
+    (void)rc;
+    topic_name_t tn;
+    char ml_name[3 * TOPIC_NAME_MAX + 32];
+    rc = topic_name_parse(t->name, &tn);
     assert(rc == 0); /* the registry only holds parsed names */
     snprintf(ml_name, sizeof ml_name, "%s/%s/persistent/%s", tn.tenant, tn.ns, tn.local);
+    ml_config_t mc;
+    topic_ml_config(t, p, &mc);
     t->busy++;
-    rc = ml_open(t->broker->mlf, ml_name, &t->broker->cfg.ml, topic_ml_opened, t);
+    rc = ml_open(t->broker->mlf, ml_name, &mc, topic_ml_opened, t);
     if (rc < 0) {
         t->busy--;
         topic_load_finish(t, rc);

@@ -1,0 +1,81 @@
+/*
+ * ns_policies.h — the broker's view of namespace policies.
+ *
+ * The admin API stores each namespace's Policies document (Pulsar's JSON) at
+ * /admin/policies/<tenant>/<ns> (docs/admin-api.md). The broker keeps a parsed
+ * copy per namespace, loaded on first use and kept current by a metadata
+ * watch: when the document changes, it is re-read and every loaded topic of
+ * the namespace gets topic_policies_changed(), so a policy set through REST
+ * takes effect on live topics at once.
+ *
+ * Absent fields mean "not set" (the broker-wide default applies); the
+ * has_* flags say which are set. Loop thread only.
+ */
+#ifndef QUIRE_SERVER_NS_POLICIES_H
+#define QUIRE_SERVER_NS_POLICIES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/broker.h"
+
+/* backlog quota policies, as Pulsar names them */
+enum {
+    BACKLOG_POLICY_PRODUCER_REQUEST_HOLD = 0,
+    BACKLOG_POLICY_PRODUCER_EXCEPTION = 1,
+    BACKLOG_POLICY_CONSUMER_BACKLOG_EVICTION = 2,
+};
+
+typedef struct ns_backlog_quota {
+    bool set;
+    int64_t limit_size_bytes; /* destination_storage; -1 = none */
+    int64_t limit_time_s;     /* message_age; -1 = none */
+    int policy;               /* BACKLOG_POLICY_* */
+} ns_backlog_quota_t;
+
+typedef struct ns_rate {
+    bool set;
+    int64_t msgs_per_period;  /* -1 or 0 = unlimited */
+    int64_t bytes_per_period; /* -1 or 0 = unlimited */
+    int64_t period_s;         /* ratePeriodInSecond (1 for publish rates) */
+    bool relative_to_publish_rate;
+} ns_rate_t;
+
+typedef struct ns_policies {
+    bool loaded; /* false: the document was not read yet (or does not exist) */
+    bool has_retention;
+    int64_t retention_time_min; /* -1 unbounded */
+    int64_t retention_size_mb;  /* -1 unbounded */
+    bool has_message_ttl;
+    int64_t message_ttl_s;
+    int deduplication; /* -1 unset, 0 off, 1 on */
+    ns_backlog_quota_t backlog_storage;
+    ns_backlog_quota_t backlog_age;
+    ns_rate_t publish_rate;  /* this cluster's entry of publishMaxMessageRate */
+    ns_rate_t dispatch_rate; /* topicDispatchRate */
+    ns_rate_t subscription_dispatch_rate;
+    int64_t max_producers_per_topic;           /* -1 unset, 0 unlimited */
+    int64_t max_consumers_per_topic;           /* -1 unset */
+    int64_t max_consumers_per_subscription;    /* -1 unset */
+    int64_t max_unacked_messages_per_consumer; /* -1 unset */
+    int64_t max_topics_per_namespace;          /* -1 unset */
+    char schema_compatibility_strategy[48];    /* "" = unset */
+} ns_policies_t;
+
+/* The cached policies of namespace "tenant/ns" (defaults while not loaded;
+ * never NULL). Starts loading and watching it on first use. */
+const ns_policies_t *broker_ns_policies(broker_t *b, const char *ns);
+
+typedef void (*ns_policies_cb)(int rc, const ns_policies_t *p, void *arg);
+/* Loads the namespace's policies if not loaded, then cb (never inline). */
+int broker_ns_policies_load(broker_t *b, const char *ns, ns_policies_cb cb, void *arg);
+
+/* Parses a Policies document (JSON text) for this cluster. 0 or QE_CORRUPT. */
+int ns_policies_parse(const char *json, size_t len, const char *cluster, ns_policies_t *out);
+void ns_policies_defaults(ns_policies_t *p);
+
+/* Frees the cache (broker_free). */
+void broker_ns_policies_free(broker_t *b);
+
+#endif
