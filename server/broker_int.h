@@ -289,6 +289,9 @@ void subscription_replay_remove(subscription_t *s, ml_pos_t pos);
 /* Drops replay entries the cursor has acknowledged meanwhile. */
 void subscription_replay_trim(subscription_t *s);
 void subscription_replay_clear(subscription_t *s);
+/* Opens the persisted durable subscription `name` of a topic being loaded, so
+ * it exists (stats, backlog, trimming) before any consumer comes back. */
+int subscription_restore(topic_t *t, const char *name);
 /* Keeps a non-durable subscription without consumers for a while (SEEK). */
 void subscription_keep_orphan(subscription_t *s, double seconds);
 /* Removes the subscription from its topic and frees it (cursor closed, or

@@ -342,6 +342,30 @@ static void subscribe_topic_ready(int rc, topic_t *t, void *arg)
     }
 }
 
+int subscription_restore(topic_t *t, const char *name)
+{
+    if (qmap_get(t->subscriptions, name))
+        return 0;
+    subscribe_ctx_t tmpl = {0};
+    tmpl.subscription = (char *)name;
+    tmpl.sub_type = PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Exclusive;
+    tmpl.durable = true;
+    tmpl.key_shared_mode = PULSAR__PROTO__KEY_SHARED_MODE__AUTO_SPLIT;
+    subscription_t *s = subscription_new(t, &tmpl);
+    if (!s)
+        return -ENOMEM;
+    s->opening = true;
+    t->busy++;
+    int rc = ml_cursor_open(t->ml, s->name, ML_POS_EARLIEST, true, cursor_opened, s);
+    if (rc < 0) {
+        t->busy--;
+        s->opening = false;
+        qmap_remove(t->subscriptions, s->name);
+        subscription_free(s);
+    }
+    return rc;
+}
+
 static ml_pos_t start_position(const Pulsar__Proto__MessageIdData *id)
 {
     if (!id)

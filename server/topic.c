@@ -102,6 +102,27 @@ static void topic_ml_added(managed_ledger_t *ml, ml_pos_t pos, void *arg)
     topic_on_entry_added(arg);
 }
 
+/* Durable subscriptions persisted by an earlier run exist again at once. */
+static void topic_restore_subscriptions(topic_t *t)
+{
+    const char *names[256];
+    size_t n = ml_cursor_names(t->ml, names, 256);
+    if (n > 256) {
+        const char **all = malloc(n * sizeof *all);
+        if (!all) {
+            log_error("topic", "%s: out of memory restoring subscriptions", t->name);
+            return;
+        }
+        n = ml_cursor_names(t->ml, all, n);
+        for (size_t i = 0; i < n; i++)
+            subscription_restore(t, all[i]);
+        free(all);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        subscription_restore(t, names[i]);
+}
+
 static void topic_ml_opened(int rc, managed_ledger_t *ml, void *arg)
 {
     topic_t *t = arg;
@@ -109,6 +130,7 @@ static void topic_ml_opened(int rc, managed_ledger_t *ml, void *arg)
     if (rc == 0) {
         t->ml = ml;
         ml_set_added_listener(ml, topic_ml_added, t);
+        topic_restore_subscriptions(t);
     }
     topic_load_finish(t, rc);
 }

@@ -56,6 +56,19 @@ static ml_cursor_t *cursor_find(const managed_ledger_t *ml, const char *name)
     return NULL;
 }
 
+size_t ml_cursor_names(const managed_ledger_t *ml, const char **names, size_t max)
+{
+    size_t n = 0;
+    for (ml_cursor_t *c = ml->cursors; c; c = c->next) {
+        if (!c->durable || c->deleted)
+            continue;
+        if (n < max)
+            names[n] = c->name;
+        n++;
+    }
+    return n;
+}
+
 static ml_cursor_t *cursor_new(managed_ledger_t *ml, const char *name, bool durable,
                                ml_pos_t mark_delete)
 {

@@ -43,6 +43,10 @@ typedef void (*ml_cursor_open_cb)(int rc, ml_cursor_t *c, void *arg);
  * `initial`. */
 int ml_cursor_open(managed_ledger_t *ml, const char *name, ml_pos_t initial, bool durable,
                    ml_cursor_open_cb cb, void *arg);
+/* The names of the managed ledger's durable cursors (loaded at open), at most
+ * max of them into names (borrowed: valid until a cursor is deleted); returns
+ * how many exist. */
+size_t ml_cursor_names(const managed_ledger_t *ml, const char **names, size_t max);
 /* Persists (if durable) and frees the handle; the cursor stays in metadata. */
 int ml_cursor_close(ml_cursor_t *c, ml_done_cb cb, void *arg);
 /* Removes a cursor (open or not) from the managed ledger and its metadata. */
