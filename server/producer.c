@@ -63,6 +63,11 @@ static void send_producer_success(conn_t *c, producer_t *p, uint64_t request_id)
     ok.producer_name = p->name;
     ok.has_last_sequence_id = true;
     ok.last_sequence_id = p->last_sequence_id;
+    /* Java clients read schema_version unconditionally: a topic without a
+     * schema answers an empty version, as Pulsar's SchemaVersion.Empty. */
+    ok.has_schema_version = true;
+    ok.schema_version.len = 0;
+    ok.schema_version.data = NULL;
     ok.has_producer_ready = true;
     ok.producer_ready = true;
     ok.has_topic_epoch = p->access_mode != PULSAR__PROTO__PRODUCER_ACCESS_MODE__Shared;
