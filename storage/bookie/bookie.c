@@ -286,11 +286,11 @@ static void bookie_apply_completed(bookie_t *bk, journal_req_t *r, int rc)
     bk->stats.add_bytes += len;
     if (r->lac > l->lac) {
         l->lac = r->lac;
-        l->dirty = true;
+        ledger_set_dirty(&bk->ledgers, l);
     }
     if (r->entry_id > l->last_entry) {
         l->last_entry = r->entry_id;
-        l->dirty = true;
+        ledger_set_dirty(&bk->ledgers, l);
     }
 }
 
@@ -361,21 +361,22 @@ static int bookie_check_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, q
     return 0;
 }
 
-int bookie_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, qbuf_t *data,
-               bookie_add_cb cb, void *arg)
+/* An add; recovery: accepted on a fenced ledger (BookKeeper's RECOVERY_ADD). */
+static int bookie_add_flags(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                            qbuf_t *data, bookie_add_cb cb, void *arg, bool recovery)
 {
     int rc = bookie_check_add(bk, ledger_id, entry_id, data, cb);
     if (rc)
         return rc;
     pthread_mutex_lock(&bk->lock);
     ledger_t *l = ledger_get_or_create(&bk->ledgers, ledger_id);
-    rc = !l ? -ENOMEM : l->deleted ? QE_NO_LEDGER : l->fenced ? QE_FENCED : 0;
+    rc = !l ? -ENOMEM : l->deleted ? QE_NO_LEDGER : (l->fenced && !recovery) ? QE_FENCED : 0;
     pthread_mutex_unlock(&bk->lock);
     journal_req_t *r = rc ? NULL : journal_next_slot(bk->journal);
     if (rc == 0 && !r)
         rc = QE_BUSY;
     if (rc)
-        return bookie_refuse(bk, rc, "add", ledger_id, entry_id);
+        return bookie_refuse(bk, rc, recovery ? "recovery add" : "add", ledger_id, entry_id);
     r->type = JREC_ADD;
     r->ledger_id = ledger_id;
     r->entry_id = entry_id;
@@ -387,6 +388,18 @@ int bookie_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, q
     bk->pending_bytes += data->len + WRITE_CACHE_ITEM_OVERHEAD;
     journal_submit(bk->journal);
     return 0;
+}
+
+int bookie_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, qbuf_t *data,
+               bookie_add_cb cb, void *arg)
+{
+    return bookie_add_flags(bk, ledger_id, entry_id, lac, data, cb, arg, false);
+}
+
+int bookie_add_recovery(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                        qbuf_t *data, bookie_add_cb cb, void *arg)
+{
+    return bookie_add_flags(bk, ledger_id, entry_id, lac, data, cb, arg, true);
 }
 
 /* ---------------------------------------------------------------- reads -- */
@@ -583,7 +596,7 @@ int bookie_fence(bookie_t *bk, int64_t ledger_id, bookie_lac_cb cb, void *arg)
     rc = !l ? -ENOMEM : l->deleted ? QE_NO_LEDGER : 0;
     if (rc == 0 && !l->fenced) {
         l->fenced = true;
-        l->dirty = true;
+        ledger_set_dirty(&bk->ledgers, l);
     }
     pthread_mutex_unlock(&bk->lock);
     if (rc)
@@ -661,7 +674,8 @@ static int bookie_replay_record(void *ctx, const journal_record_t *rec)
     if (!l)
         return -ENOMEM;
     if (rec->type == JREC_FENCE) {
-        l->dirty |= !l->fenced;
+        if (!l->fenced)
+            ledger_set_dirty(&bk->ledgers, l);
         l->fenced = true;
     } else if (rec->type == JREC_DELETE) {
         ledger_mark_deleted(&bk->ledgers, l);
@@ -672,7 +686,7 @@ static int bookie_replay_record(void *ctx, const journal_record_t *rec)
             qbuf_unref(b);
             return -ENOMEM;
         }
-        l->dirty = true;
+        ledger_set_dirty(&bk->ledgers, l);
         if (rec->lac > l->lac)
             l->lac = rec->lac;
         if (rec->entry_id > l->last_entry)

@@ -68,6 +68,14 @@ typedef void (*bookie_add_cb)(int rc, int64_t ledger_id, int64_t entry_id, void 
  * negative code (then cb is never called). */
 int bookie_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, qbuf_t *data,
                bookie_add_cb cb, void *arg);
+/* The same add with BookKeeper's RECOVERY_ADD flag: accepted even when the
+ * ledger is fenced (never when it is deleted). Only ledger recovery calls it,
+ * to bring an entry it found on some bookies of the write set to the others
+ * after fencing them; the entry then replaces a stored one of the same id
+ * (the bytes are the same: a ledger has one writer). Durable, like any add,
+ * when cb reports rc == 0; on replay it is an ordinary ADD record. */
+int bookie_add_recovery(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                        qbuf_t *data, bookie_add_cb cb, void *arg);
 
 /* entry: borrowed; lac: the bookie's LAC for the ledger (-1 if none). */
 typedef void (*bookie_read_cb)(int rc, int64_t ledger_id, int64_t entry_id, qbuf_t *entry,

@@ -259,8 +259,9 @@ static int req_dispatch(bookie_t *bk, bks_req_t *req, const Quire__Bookie__Reque
         qbuf_t *empty = NULL;
         if (!body && !(body = empty = qbuf_new(0)))
             return -ENOMEM;
-        int rc = bookie_add(bk, q->add->ledger_id, q->add->entry_id, q->add->lac, body,
-                            server_add_done, req);
+        bool recovery = q->add->has_recovery && q->add->recovery;
+        int rc = (recovery ? bookie_add_recovery : bookie_add)(
+            bk, q->add->ledger_id, q->add->entry_id, q->add->lac, body, server_add_done, req);
         qbuf_unref(empty);
         return rc;
     }

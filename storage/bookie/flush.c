@@ -114,31 +114,34 @@ int meta_file_open(bookie_t *bk)
     return 0;
 }
 
-/* Encodes the ledgers selected (all, or the dirty ones) under the lock. */
+/* One ledgers.meta record of l into out; l is then clean (lock held). */
+static void ledger_encode_clean(ledger_table_t *lt, ledger_t *l, uint8_t *out)
+{
+    ledger_meta_encode(l, out);
+    ledger_clear_dirty(lt, l);
+}
+
+/* Encodes the ledgers selected under the lock and clears their dirty flags:
+ * all of them (a rewrite, rare), or only those on the dirty list, so that a
+ * checkpoint costs O(ledgers changed), not O(ledgers known). */
 static int meta_snapshot(bookie_t *bk, bool all, uint8_t **out, uint64_t *n_out)
 {
     pthread_mutex_lock(&bk->lock);
-    size_t cap = all ? qmap64_size(bk->ledgers.map) : 64, n = 0;
+    ledger_table_t *lt = &bk->ledgers;
+    size_t cap = all ? qmap64_size(lt->map) : lt->ndirty, n = 0;
     uint8_t *buf = malloc((cap ? cap : 1) * LEDGER_META_RECORD_BYTES);
-    qmap_iter_t it = {0};
-    uint64_t key;
-    void *v;
-    while (buf && qmap64_next(bk->ledgers.map, &it, &key, &v)) {
-        ledger_t *l = v;
-        if (!all && !l->dirty)
-            continue;
-        if (n == cap) {
-            uint8_t *nb = realloc(buf, (cap *= 2) * LEDGER_META_RECORD_BYTES);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
+    if (buf && all) {
+        qmap_iter_t it = {0};
+        uint64_t key;
+        void *v;
+        while (qmap64_next(lt->map, &it, &key, &v) && n < cap) {
+            ledger_encode_clean(lt, v, buf + n++ * LEDGER_META_RECORD_BYTES);
         }
-        ledger_meta_encode(l, buf + n * LEDGER_META_RECORD_BYTES);
-        l->dirty = false;
-        n++;
+        assert(lt->ndirty == 0);
+    } else if (buf) {
+        while (lt->dirty_head && n < cap)
+            ledger_encode_clean(lt, lt->dirty_head, buf + n++ * LEDGER_META_RECORD_BYTES);
+        assert(lt->dirty_head == NULL);
     }
     pthread_mutex_unlock(&bk->lock);
     *out = buf;

@@ -411,9 +411,7 @@ static int journal_list(const char *dir, jfile_t **out, size_t *n)
     return 0;
 }
 
-/* Checks the record at p (avail bytes left in the file). Returns its total
- * size, 0 at the normal end (zeros), or -1 with *why set when bad. */
-static int64_t journal_check_record(const uint8_t *p, uint64_t avail, const char **why)
+int64_t journal_check_record(const uint8_t *p, uint64_t avail, const char **why)
 {
     if (avail < JOURNAL_HEADER_BYTES) {
         for (uint64_t i = 0; i < avail; i++)

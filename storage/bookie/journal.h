@@ -142,6 +142,11 @@ typedef int (*journal_replay_fn)(void *ctx, const journal_record_t *rec);
  * Returns 0, a negative code of fn, or -errno when a file cannot be read. */
 int journal_replay(const char *dir, journal_pos_t from, journal_replay_fn fn, void *ctx,
                    uint64_t *next_seq);
+/* Checks the record at p, with avail bytes left in the file (pure: no I/O;
+ * used by replay and by tools/journal_dump.c). Returns the record's total
+ * size, 0 at the normal end of a file (zeros), or -1 with *why set when the
+ * record is torn or corrupt (replay ends the journal there). */
+int64_t journal_check_record(const uint8_t *p, uint64_t avail, const char **why);
 /* Deletes journal files with seq < before_seq. 0 or -errno. */
 int journal_trim(const char *dir, uint64_t before_seq);
 

@@ -64,13 +64,42 @@ ledger_t *ledger_get_or_create(ledger_table_t *lt, int64_t id)
     l->id = id;
     l->lac = -1;
     l->last_entry = -1;
-    l->dirty = true;
     if (qmap64_put(lt->map, (uint64_t)id, l) != 0) {
         free(l);
         return NULL;
     }
+    ledger_set_dirty(lt, l);
     lt->live++;
     return l;
+}
+
+void ledger_set_dirty(ledger_table_t *lt, ledger_t *l)
+{
+    if (l->dirty)
+        return;
+    l->dirty = true;
+    l->dirty_prev = NULL;
+    l->dirty_next = lt->dirty_head;
+    if (lt->dirty_head)
+        lt->dirty_head->dirty_prev = l;
+    lt->dirty_head = l;
+    lt->ndirty++;
+}
+
+void ledger_clear_dirty(ledger_table_t *lt, ledger_t *l)
+{
+    if (!l->dirty)
+        return;
+    assert(lt->ndirty > 0);
+    if (l->dirty_prev)
+        l->dirty_prev->dirty_next = l->dirty_next;
+    else
+        lt->dirty_head = l->dirty_next;
+    if (l->dirty_next)
+        l->dirty_next->dirty_prev = l->dirty_prev;
+    l->dirty_prev = l->dirty_next = NULL;
+    l->dirty = false;
+    lt->ndirty--;
 }
 
 void ledger_mark_deleted(ledger_table_t *lt, ledger_t *l)
@@ -80,7 +109,7 @@ void ledger_mark_deleted(ledger_table_t *lt, ledger_t *l)
         lt->live--;
     }
     l->deleted = true;
-    l->dirty = true;
+    ledger_set_dirty(lt, l);
     free(l->locs);
     l->locs = NULL;
     l->nlocs = l->cap = 0;
@@ -91,6 +120,7 @@ void ledger_forget(ledger_table_t *lt, ledger_t *l)
     void *v = qmap64_remove(lt->map, (uint64_t)l->id);
     assert(v == l);
     (void)v;
+    ledger_clear_dirty(lt, l);
     if (!l->deleted)
         lt->live--;
     free(l->locs);
@@ -176,14 +206,13 @@ static int ledger_meta_apply(ledger_table_t *lt, const uint8_t *r)
     l->fenced = flags & 1u;
     l->lac = (int64_t)get_le64(r + 16);
     l->last_entry = (int64_t)get_le64(r + 24);
-    l->dirty = false;
     if (flags & 2u) {
         ledger_mark_deleted(lt, l);
     } else if (l->deleted) { /* tombstone collected, then the id used again */
         l->deleted = false;
         lt->live++;
     }
-    l->dirty = false;
+    ledger_clear_dirty(lt, l);
     return 0;
 }
 

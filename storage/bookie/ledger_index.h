@@ -55,14 +55,19 @@ typedef struct ledger {
     int64_t lac;
     int64_t last_entry;
     bool fenced, deleted;
-    bool dirty; /* metadata changed since it was last persisted */
+    bool dirty; /* metadata changed since it was last persisted: on the dirty list */
+    struct ledger *dirty_prev, *dirty_next;
     idx_loc_t *locs;
     uint32_t nlocs, cap;
 } ledger_t;
 
+/* The dirty list holds exactly the ledgers with dirty set, so a checkpoint
+ * persists the changed ledgers in O(changed), not O(ledgers), under the lock. */
 typedef struct ledger_table {
-    qmap64_t *map; /* ledger id -> ledger_t* (owned) */
-    uint64_t live; /* ledgers not deleted */
+    qmap64_t *map;        /* ledger id -> ledger_t* (owned) */
+    uint64_t live;        /* ledgers not deleted */
+    ledger_t *dirty_head; /* ledgers whose metadata changed since last persisted */
+    uint64_t ndirty;
 } ledger_table_t;
 
 int ledger_table_init(ledger_table_t *lt);
@@ -72,6 +77,9 @@ ledger_t *ledger_find(const ledger_table_t *lt, int64_t id);
 ledger_t *ledger_get_or_create(ledger_table_t *lt, int64_t id);
 /* Marks the ledger deleted and drops its index. */
 void ledger_mark_deleted(ledger_table_t *lt, ledger_t *l);
+/* Sets / clears l->dirty and keeps the dirty list in step. O(1). */
+void ledger_set_dirty(ledger_table_t *lt, ledger_t *l);
+void ledger_clear_dirty(ledger_table_t *lt, ledger_t *l);
 /* Removes a ledger from the table and frees it (tombstone collected). */
 void ledger_forget(ledger_table_t *lt, ledger_t *l);
 

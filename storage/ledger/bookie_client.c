@@ -33,6 +33,15 @@ int bk_client_add(bk_client_t *c, int64_t ledger_id, int64_t entry_id, int64_t l
     return c->ops->add(c, ledger_id, entry_id, lac, data, cb, arg);
 }
 
+int bk_client_recovery_add(bk_client_t *c, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                           qbuf_t *data, bk_add_cb cb, void *arg)
+{
+    assert(c && c->ops->add && cb);
+    if (!c->ops->recovery_add)
+        return c->ops->add(c, ledger_id, entry_id, lac, data, cb, arg);
+    return c->ops->recovery_add(c, ledger_id, entry_id, lac, data, cb, arg);
+}
+
 int bk_client_read(bk_client_t *c, int64_t ledger_id, int64_t entry_id, bk_read_cb cb, void *arg)
 {
     assert(c && c->ops->read && cb);

@@ -63,6 +63,10 @@ const char *bk_client_id(const bk_client_t *c);
 /* The calls below dispatch through c->ops. */
 int bk_client_add(bk_client_t *c, int64_t ledger_id, int64_t entry_id, int64_t lac, qbuf_t *data,
                   bk_add_cb cb, void *arg);
+/* ops->recovery_add when the handle has it, else a plain add (which a bookie
+ * that fenced the ledger refuses with QE_FENCED). */
+int bk_client_recovery_add(bk_client_t *c, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                           qbuf_t *data, bk_add_cb cb, void *arg);
 int bk_client_read(bk_client_t *c, int64_t ledger_id, int64_t entry_id, bk_read_cb cb, void *arg);
 int bk_client_read_lac(bk_client_t *c, int64_t ledger_id, bk_lac_cb cb, void *arg);
 int bk_client_fence(bk_client_t *c, int64_t ledger_id, bk_lac_cb cb, void *arg);

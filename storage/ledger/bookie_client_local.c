@@ -174,6 +174,19 @@ static int local_add(bk_client_t *bc, int64_t ledger_id, int64_t entry_id, int64
                         bookie_add(l->bookie, ledger_id, entry_id, lac, data, local_add_done, c));
 }
 
+/* BookKeeper's RECOVERY_ADD: accepted by a bookie that fenced the ledger. */
+static int local_recovery_add(bk_client_t *bc, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                              qbuf_t *data, bk_add_cb cb, void *arg)
+{
+    bk_local_t *l = (bk_local_t *)bc;
+    int rc;
+    bkl_call_t *c = call_new(l, BKL_ADD, (bkl_cb_t){.add = cb}, arg, &rc);
+    if (!c)
+        return rc;
+    return call_started(
+        c, bookie_add_recovery(l->bookie, ledger_id, entry_id, lac, data, local_add_done, c));
+}
+
 static int local_read(bk_client_t *bc, int64_t ledger_id, int64_t entry_id, bk_read_cb cb,
                       void *arg)
 {
@@ -258,6 +271,7 @@ static const bk_client_ops_t local_ops = {
     .last_entry = local_last_entry,
     .delete_ledger = local_delete_ledger,
     .free = local_free,
+    .recovery_add = local_recovery_add,
 };
 
 bk_client_t *bk_client_local(bookie_t *bookie, const char *id)

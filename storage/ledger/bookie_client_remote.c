@@ -513,17 +513,32 @@ static int bkr_call(bk_remote_t *r, Quire__Bookie__Request *q, qbuf_t *body, bkr
     return 0;
 }
 
-static int remote_add(bk_client_t *bc, int64_t ledger_id, int64_t entry_id, int64_t lac,
-                      qbuf_t *data, bk_add_cb cb, void *arg)
+static int remote_add_flags(bk_client_t *bc, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                            qbuf_t *data, bk_add_cb cb, void *arg, bool recovery)
 {
     Quire__Bookie__AddRequest add = QUIRE__BOOKIE__ADD_REQUEST__INIT;
     add.ledger_id = ledger_id;
     add.entry_id = entry_id;
     add.lac = lac;
+    add.has_recovery = recovery; /* absent on plain adds: the frame stays as before */
+    add.recovery = recovery;
     Quire__Bookie__Request q = QUIRE__BOOKIE__REQUEST__INIT;
     q.op = QUIRE__BOOKIE__OP_TYPE__ADD;
     q.add = &add;
     return bkr_call((bk_remote_t *)bc, &q, data, (bkr_cb_t){.add = cb}, arg);
+}
+
+static int remote_add(bk_client_t *bc, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                      qbuf_t *data, bk_add_cb cb, void *arg)
+{
+    return remote_add_flags(bc, ledger_id, entry_id, lac, data, cb, arg, false);
+}
+
+/* BookKeeper's RECOVERY_ADD: accepted by a bookie that fenced the ledger. */
+static int remote_recovery_add(bk_client_t *bc, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                               qbuf_t *data, bk_add_cb cb, void *arg)
+{
+    return remote_add_flags(bc, ledger_id, entry_id, lac, data, cb, arg, true);
 }
 
 static int remote_read(bk_client_t *bc, int64_t ledger_id, int64_t entry_id, bk_read_cb cb,
@@ -612,6 +627,7 @@ static const bk_client_ops_t remote_ops = {
     .last_entry = remote_last_entry,
     .delete_ledger = remote_delete_ledger,
     .free = remote_free,
+    .recovery_add = remote_recovery_add,
 };
 
 /* Splits "host:port" or "[v6]:port". */

@@ -153,6 +153,22 @@ void ledger_client_mark_bookie_down(ledger_client_t *lc, const char *bookie_id)
             lc->bookies[i].down = true;
 }
 
+int ledger_client_bookies_available(const ledger_client_t *lc)
+{
+    int n = 0;
+    for (int i = 0; i < lc->nbookies; i++)
+        n += !lc->bookies[i].down;
+    return n;
+}
+
+void ledger_quorum_default(int nbookies, ledger_quorum_t *out)
+{
+    if (nbookies >= 3)
+        *out = (ledger_quorum_t){.ensemble = 3, .write_quorum = 3, .ack_quorum = 2};
+    else
+        *out = (ledger_quorum_t){.ensemble = 1, .write_quorum = 1, .ack_quorum = 1};
+}
+
 bk_client_t *lc_bookie_by_id(ledger_client_t *lc, const char *id)
 {
     for (int i = 0; i < lc->nbookies; i++)
@@ -512,7 +528,11 @@ int ledger_create(ledger_client_t *lc, const ledger_quorum_t *q, ledger_open_cb 
     bk_client_t *ens[LEDGER_ENSEMBLE_MAX];
     int rc = lc_choose_bookies(lc, q->ensemble, 0, ens);
     if (rc < 0) {
-        log_warn("ledger", "create refused: fewer than %d bookies available", q->ensemble);
+        log_warn("ledger",
+                 "create refused: ensemble size E=%d (Qw=%d Qa=%d) but only %d of %d bookies "
+                 "available; lower managedLedgerDefaultEnsembleSize or add bookies",
+                 q->ensemble, q->write_quorum, q->ack_quorum, ledger_client_bookies_available(lc),
+                 lc->nbookies);
         return rc;
     }
     ledger_t *l = ledger_alloc(lc, -1, LEDGER_ROLE_CREATING);

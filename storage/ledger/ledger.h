@@ -64,13 +64,25 @@ typedef struct ledger_quorum {
     int ack_quorum;   /* Qa <= Qw */
 } ledger_quorum_t;
 
+/* The default quorum for a deployment with nbookies bookies: E=3, Qw=3, Qa=2
+ * (BookKeeper's and Pulsar's cluster defaults: an entry survives the loss of
+ * one bookie, and writes go on with one bookie of the ensemble down) when
+ * there are 3 or more, else E=Qw=Qa=1 (standalone: one local bookie). The
+ * broker's managedLedgerDefault{EnsembleSize,WriteQuorum,AckQuorum} keys,
+ * when set, override it. */
+void ledger_quorum_default(int nbookies, ledger_quorum_t *out);
+/* Bookies added and not marked down: the largest E ledger_create accepts. */
+int ledger_client_bookies_available(const ledger_client_t *lc);
+
 typedef void (*ledger_open_cb)(int rc, ledger_t *ledger, void *arg);
 typedef void (*ledger_add_cb)(int rc, int64_t entry_id, void *arg);
 /* entries[i] is entry first+i, borrowed. */
 typedef void (*ledger_read_cb)(int rc, int64_t first, qbuf_t *const *entries, size_t n, void *arg);
 typedef void (*ledger_done_cb)(int rc, void *arg);
 
-/* Creates a ledger (QE_UNAVAILABLE with fewer than E bookies) open for writing. */
+/* Creates a ledger open for writing. QE_INVALID for a quorum that does not
+ * hold 1 <= Qa <= Qw <= E <= 16; QE_UNAVAILABLE (logged with both numbers) when
+ * E is larger than the bookies available (ledger_client_bookies_available). */
 int ledger_create(ledger_client_t *lc, const ledger_quorum_t *q, ledger_open_cb cb, void *arg);
 /* Appends; entry ids are 0, 1, 2 ... Returns QE_FENCED / QE_READ_ONLY / QE_BUSY
  * at once when known, else reports through cb. After one failed add, every later

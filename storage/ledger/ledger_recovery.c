@@ -143,11 +143,9 @@ static int open_call(ledger_t *l, int k, bk_client_t *bk)
         rc = bk_client_read_lac(bk, l->id, open_lac_done, r);
     else if (o->phase == PHASE_ENTRY_READ)
         rc = bk_client_read(bk, l->id, o->entry_id, open_read_done, r);
-    else if (bk->ops->recovery_add)
-        rc = bk->ops->recovery_add(bk, l->id, o->entry_id, o->entry_id - 1, o->entry, open_add_done,
-                                   r);
     else
-        rc = bk_client_add(bk, l->id, o->entry_id, o->entry_id - 1, o->entry, open_add_done, r);
+        rc = bk_client_recovery_add(bk, l->id, o->entry_id, o->entry_id - 1, o->entry,
+                                    open_add_done, r);
     if (rc < 0) {
         lobj_back(&l->obj);
         free(r);

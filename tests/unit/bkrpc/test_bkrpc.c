@@ -264,6 +264,19 @@ static void exercise_client(struct ev_loop *loop, bk_client_t *c)
     CU_ASSERT_EQUAL(lac, 10);
     CU_ASSERT_EQUAL(do_add(loop, c, l, 12, 11, empty), QE_FENCED);
     CU_ASSERT_EQUAL(do_read(loop, c, l, 5, &r), 0); /* still readable */
+    /* Recovery adds (BookKeeper's RECOVERY_ADD) pass the fence. */
+    TEST_REQUIRE(c->ops->recovery_add != NULL);
+    qbuf_t *rec = entry_bytes(l, 12, 500);
+    res_t ra = {0};
+    in_call = true;
+    CU_ASSERT_EQUAL(bk_client_recovery_add(c, l, 12, 11, rec, add_cb, &ra), 0);
+    in_call = false;
+    CU_ASSERT_TRUE(test_run_until(loop, &ra.done, WAIT_S));
+    CU_ASSERT_EQUAL(ra.rc, 0);
+    CU_ASSERT_EQUAL(do_read(loop, c, l, 12, &r), 0);
+    CU_ASSERT_TRUE(same_bytes(r.entry, rec));
+    qbuf_unref(rec);
+    CU_ASSERT_EQUAL(do_add(loop, c, l, 13, 12, empty), QE_FENCED);
 
     CU_ASSERT_EQUAL(do_delete(loop, c, l), 0);
     rc = do_read(loop, c, l, 5, &r);

@@ -825,6 +825,136 @@ static void test_replace_before_fence(void)
     free(dir);
 }
 
+static int bt_add_recovery(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, size_t n)
+{
+    bt_res_t r = {0};
+    qbuf_t *b = bt_entry(ledger_id, entry_id, n);
+    int rc = bookie_add_recovery(bk, ledger_id, entry_id, lac, b, bt_add_cb, &r);
+    qbuf_unref(b);
+    return bt_wait(rc, &r);
+}
+
+/* A fenced ledger refuses plain adds and accepts recovery adds, durably (from
+ * the journal and from entry logs); a deleted ledger refuses both. */
+static void test_recovery_add_on_fenced(void)
+{
+    char *dir = bt_dir("bk-recadd");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 3; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 70, e, e - 1, 80), 0);
+    int64_t lac = -2, last = -2;
+    CU_ASSERT_EQUAL(bt_fence(bk, 70, &lac), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 70, 3, 2, 80), QE_FENCED);
+    CU_ASSERT_EQUAL(bt_add_recovery(bk, 70, 3, 2, 80), 0);
+    CU_ASSERT_EQUAL(bt_add_recovery(bk, 70, 4, 3, 80), 0);
+    CU_ASSERT_EQUAL(bt_add_recovery(bk, 70, 2, 1, 80), 0); /* an existing entry again */
+    CU_ASSERT_EQUAL(bt_verify(bk, 70, 3, 80), 0);
+    CU_ASSERT_EQUAL(bt_last_entry(bk, 70, &last), 0);
+    CU_ASSERT_EQUAL(last, 4);
+    CU_ASSERT_EQUAL(bt_add(bk, 70, 5, 4, 80), QE_FENCED); /* still fenced */
+    /* On a ledger never seen: recovery adds are accepted too. */
+    CU_ASSERT_EQUAL(bt_fence(bk, 71, &lac), 0);
+    CU_ASSERT_EQUAL(bt_add_recovery(bk, 71, 0, -1, 10), 0);
+    bookie_test_abandon(bk); /* only in the journal */
+
+    bk = bt_open(&cfg);
+    for (int e = 0; e < 5; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 70, e, 80), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 71, 0, 10), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 70, 5, 4, 80), QE_FENCED);
+    CU_ASSERT_EQUAL(bt_delete(bk, 71), 0);
+    CU_ASSERT_EQUAL(bt_add_recovery(bk, 71, 1, 0, 10), QE_NO_LEDGER);
+    bookie_close(bk); /* now in entry logs and ledgers.meta */
+
+    bk = bt_open(&cfg);
+    for (int e = 0; e < 5; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 70, e, 80), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 70, 5, 4, 80), QE_FENCED);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static uint64_t bt_ndirty(bookie_t *bk)
+{
+    pthread_mutex_lock(&bk->lock);
+    uint64_t n = bk->ledgers.ndirty;
+    pthread_mutex_unlock(&bk->lock);
+    return n;
+}
+
+/* Nothing left to persist and no flush running (loop thread state). */
+static bool bt_settled(bookie_t *bk)
+{
+    return bt_ndirty(bk) == 0 && !bk->flushing && bk->frozen == NULL;
+}
+
+static off_t bt_file_size(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ledgers/%s", dir, name);
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static void bt_count_cb(int rc, int64_t l, int64_t e, void *arg)
+{
+    (void)l;
+    (void)e;
+    int *n = arg;
+    n[rc == 0 ? 0 : 1]++;
+}
+
+/* A checkpoint persists only the ledgers that changed (the dirty list): with
+ * 5000 ledgers known, one more add appends one 48-byte ledgers.meta record. */
+static void test_checkpoint_persists_only_changed_ledgers(void)
+{
+    char *dir = bt_dir("bk-dirty");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.flush_interval_ms = 20;
+    bookie_t *bk = bt_open(&cfg);
+    enum { NL = 5000 };
+    int counts[2] = {0, 0};
+    qbuf_t *b = bt_entry(1, 0, 16);
+    for (int i = 0; i < NL; i++)
+        TEST_REQUIRE(bookie_add(bk, 1000 + i, 0, -1, b, bt_count_cb, counts) == 0);
+    qbuf_unref(b);
+    for (int i = 0; i < 1000 && counts[0] + counts[1] < NL; i++)
+        test_run_for(bt_loop, 0.01);
+    CU_ASSERT_EQUAL(counts[0], NL);
+    for (int i = 0; i < 500 && !bt_settled(bk); i++)
+        test_run_for(bt_loop, 0.01);
+    CU_ASSERT_TRUE(bt_settled(bk));
+    off_t before = bt_file_size(dir, "ledgers.meta");
+    /* Each ledger at least once (twice if a checkpoint fell between its add
+     * being queued and completing). */
+    CU_ASSERT_TRUE(before >= (off_t)NL * 48 && before <= (off_t)NL * 2 * 48);
+
+    CU_ASSERT_EQUAL(bt_add(bk, 1003, 1, 0, 16), 0); /* raises LAC and last entry */
+    CU_ASSERT_TRUE(bt_ndirty(bk) <= 1);
+    for (int i = 0; i < 500 && (bt_file_size(dir, "ledgers.meta") == before || !bt_settled(bk));
+         i++)
+        test_run_for(bt_loop, 0.01);
+    CU_ASSERT_EQUAL(bt_file_size(dir, "ledgers.meta"), before + 48);
+    CU_ASSERT_TRUE(bt_settled(bk));
+    bookie_test_abandon(bk);
+
+    bk = bt_open(&cfg);
+    int64_t lac = -2, last = -2;
+    CU_ASSERT_EQUAL(bt_read_lac(bk, 1003, &lac), 0);
+    CU_ASSERT_EQUAL(lac, 0);
+    CU_ASSERT_EQUAL(bt_last_entry(bk, 1003, &last), 0);
+    CU_ASSERT_EQUAL(last, 1);
+    CU_ASSERT_EQUAL(bt_last_entry(bk, 1000 + NL - 1, &last), 0);
+    CU_ASSERT_EQUAL(last, 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("bookie", NULL, NULL);
@@ -845,6 +975,9 @@ static void register_suites(void)
     CU_add_test(s, "flush error turns read-only", test_flush_error_turns_read_only);
     CU_add_test(s, "periodic checkpoint trims the journal", test_periodic_checkpoint_trims_journal);
     CU_add_test(s, "replace before fence", test_replace_before_fence);
+    CU_add_test(s, "recovery add on a fenced ledger", test_recovery_add_on_fenced);
+    CU_add_test(s, "checkpoint persists only changed ledgers",
+                test_checkpoint_persists_only_changed_ledgers);
     bookie_crash_register();
 }
 

@@ -16,6 +16,7 @@
 #include "storage/ledger/ledger.h"
 #include "storage/ledger/ledger_int.h"
 #include "tests/unit/ledger/fake_bookie.h"
+#include "tests/unit/ledger/ledger_real.h"
 #include "tests/unit/support/test_support.h"
 
 #define WAIT_S 10.0
@@ -1234,6 +1235,7 @@ static void register_suites(void)
     CU_add_test(s, "ensemble changes bounded", test_ensemble_changes_bounded);
     CU_pSuite b = CU_add_suite("ledger_local_bookie", NULL, NULL);
     CU_add_test(b, "10000 entries on a local bookie", test_local_bookie_10000_entries);
+    ledger_real_register();
 }
 
 int main(int argc, char **argv)
