@@ -1,0 +1,327 @@
+/*
+ * Unit tests of the broker (server/): handshake and bad input, dispatch per
+ * subscription type, permits, acknowledgement bookkeeping and redelivery —
+ * through the wire protocol, against an in-process broker on real storage.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/murmur3.h"
+#include "tests/unit/server/server_test.h"
+
+#define T "persistent://public/default/"
+
+static const Pulsar__Proto__BaseCommand__Type MESSAGE = PULSAR__PROTO__BASE_COMMAND__TYPE__MESSAGE;
+
+/* Receives messages for consumer `cid` until `n` arrive or nothing more comes. */
+static size_t receive_messages(tclient_t *c, tframe_t **out, size_t n, double timeout_s)
+{
+    size_t got = 0;
+    while (got < n) {
+        tframe_t *f = tclient_wait(c, MESSAGE, timeout_s);
+        if (!f)
+            break;
+        out[got++] = f;
+    }
+    return got;
+}
+
+static void free_frames(tframe_t **f, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        tframe_free(f[i]);
+}
+
+/* The payload text of a MESSAGE (the bytes after the metadata). */
+static const char *payload_text(const tframe_t *f, char *buf, size_t cap)
+{
+    /* stored = [0x0e01][crc][metaSize][meta][payload] */
+    const uint8_t *p = f->payload;
+    size_t len = f->payload_len, off = 0;
+    if (len >= 6 && p[0] == 0x0e && p[1] == 0x01)
+        off = 6;
+    uint32_t ms = (uint32_t)p[off] << 24 | (uint32_t)p[off + 1] << 16 | (uint32_t)p[off + 2] << 8 |
+                  p[off + 3];
+    off += 4 + ms;
+    size_t n = len - off < cap - 1 ? len - off : cap - 1;
+    memcpy(buf, p + off, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* --------------------------------------------------------------- tests -- */
+
+static void test_handshake_and_bad_first_frame(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *ok = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    CU_ASSERT_PTR_NOT_NULL(ok);
+    /* A command before CONNECT closes the connection. */
+    tclient_t *c = tclient_open(tb);
+    Pulsar__Proto__CommandPing ping = PULSAR__PROTO__COMMAND_PING__INIT;
+    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__PING;
+    cmd.ping = &ping;
+    tclient_send(c, &cmd);
+    CU_ASSERT_TRUE(tclient_wait_closed(c, 5.0));
+    tclient_close(c);
+    /* "GET / HTTP/1.1" decodes as an absurd length: closed at once. */
+    c = tclient_open(tb);
+    tclient_send_raw(c, "GET / HTTP/1.1\r\n\r\n", 18);
+    CU_ASSERT_TRUE(tclient_wait_closed(c, 5.0));
+    tclient_close(c);
+    /* The first client still works: PING gets PONG. */
+    CU_ASSERT_EQUAL(tclient_send(ok, &cmd), 0);
+    tframe_t *pong = tclient_wait(ok, PULSAR__PROTO__BASE_COMMAND__TYPE__PONG, 5.0);
+    CU_ASSERT_PTR_NOT_NULL(pong);
+    tframe_free(pong);
+    tclient_close(ok);
+    tbroker_stop(tb);
+}
+
+static void test_shared_round_robin(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *p = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    tclient_t *a = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    tclient_t *b = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    TEST_REQUIRE(p && a && b);
+    const char *topic = T "shared-rr";
+    CU_ASSERT_EQUAL(tclient_create_producer(p, topic, 1), 0);
+    for (int i = 0; i < 10; i++) {
+        char msg[16];
+        snprintf(msg, sizeof msg, "m%d", i);
+        CU_ASSERT_EQUAL(tclient_produce(p, 1, (uint64_t)i, NULL, msg, NULL, NULL), 0);
+    }
+    const Pulsar__Proto__CommandSubscribe__SubType shared =
+        PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Shared;
+    CU_ASSERT_EQUAL(tclient_subscribe(a, topic, "s", 1, shared, "a", NULL, 0), 0);
+    CU_ASSERT_EQUAL(tclient_subscribe(b, topic, "s", 1, shared, "b", NULL, 0), 0);
+    tclient_flow(a, 1, 100);
+    tclient_flow(b, 1, 100);
+    tframe_t *fa[20], *fb[20];
+    size_t na = receive_messages(a, fa, 10, 0.5);
+    size_t nb = receive_messages(b, fb, 10, 0.5);
+    /* Every message once, spread over both consumers. */
+    CU_ASSERT_EQUAL(na + nb, 10);
+    CU_ASSERT_TRUE(na >= 1 && nb >= 1);
+    int seen[10] = {0};
+    char buf[32];
+    for (size_t i = 0; i < na; i++)
+        seen[atoi(payload_text(fa[i], buf, sizeof buf) + 1)]++;
+    for (size_t i = 0; i < nb; i++)
+        seen[atoi(payload_text(fb[i], buf, sizeof buf) + 1)]++;
+    for (int i = 0; i < 10; i++)
+        CU_ASSERT_EQUAL(seen[i], 1);
+    free_frames(fa, na);
+    free_frames(fb, nb);
+    tclient_close(p);
+    tclient_close(a);
+    tclient_close(b);
+    tbroker_stop(tb);
+}
+
+static void test_exclusive_busy_and_permits(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *c = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    TEST_REQUIRE(c != NULL);
+    const char *topic = T "excl";
+    const Pulsar__Proto__CommandSubscribe__SubType excl =
+        PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Exclusive;
+    CU_ASSERT_EQUAL(tclient_subscribe(c, topic, "s", 1, excl, "one", NULL, 0), 0);
+    /* A second exclusive consumer: ConsumerBusy. */
+    CU_ASSERT_EQUAL(tclient_subscribe(c, topic, "s", 2, excl, "two", NULL, 0),
+                    -1000 - PULSAR__PROTO__SERVER_ERROR__ConsumerBusy);
+    CU_ASSERT_EQUAL(tclient_create_producer(c, topic, 1), 0);
+    /* A batch of 5 messages is one entry; one permit lets the whole entry go,
+     * then nothing more goes until permits are granted again. */
+    CU_ASSERT_EQUAL(tclient_send_message(c, 1, 0, NULL, "batch", 5), 0);
+    CU_ASSERT_EQUAL(tclient_send_message(c, 1, 5, NULL, "single", 1), 0);
+    tframe_t *r = tclient_wait(c, PULSAR__PROTO__BASE_COMMAND__TYPE__SEND_RECEIPT, 5.0);
+    tframe_free(r);
+    r = tclient_wait(c, PULSAR__PROTO__BASE_COMMAND__TYPE__SEND_RECEIPT, 5.0);
+    tframe_free(r);
+    tclient_flow(c, 1, 1);
+    tframe_t *m[4] = {NULL};
+    CU_ASSERT_EQUAL(receive_messages(c, m, 2, 0.5), 1);
+    free_frames(m, 1);
+    /* permits are now 1 - 5 = -4: 4 more give nothing, 5 more give the next. */
+    tclient_flow(c, 1, 4);
+    CU_ASSERT_EQUAL(receive_messages(c, m, 1, 0.3), 0);
+    tclient_flow(c, 1, 1);
+    CU_ASSERT_EQUAL(receive_messages(c, m, 1, 2.0), 1);
+    free_frames(m, 1);
+    tclient_close(c);
+    tbroker_stop(tb);
+}
+
+static void test_ack_bookkeeping_and_redelivery(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *c = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    TEST_REQUIRE(c != NULL);
+    const char *topic = T "acks";
+    CU_ASSERT_EQUAL(tclient_create_producer(c, topic, 1), 0);
+    int64_t l[6], e[6];
+    for (int i = 0; i < 6; i++) {
+        char msg[16];
+        snprintf(msg, sizeof msg, "m%d", i);
+        CU_ASSERT_EQUAL(tclient_produce(c, 1, (uint64_t)i, NULL, msg, &l[i], &e[i]), 0);
+    }
+    const Pulsar__Proto__CommandSubscribe__SubType shared =
+        PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Shared;
+    CU_ASSERT_EQUAL(tclient_subscribe(c, topic, "s", 7, shared, "c", NULL, 0), 0);
+    tclient_flow(c, 7, 100);
+    tframe_t *m[8] = {NULL};
+    TEST_REQUIRE(receive_messages(c, m, 6, 2.0) == 6);
+    free_frames(m, 6);
+    /* Ack 0, 2 and 4; ask for the rest again: 1, 3, 5 come back, counted. */
+    tclient_ack(c, 7, l[0], e[0]);
+    tclient_ack(c, 7, l[2], e[2]);
+    tclient_ack(c, 7, l[4], e[4]);
+    Pulsar__Proto__CommandRedeliverUnacknowledgedMessages rd =
+        PULSAR__PROTO__COMMAND_REDELIVER_UNACKNOWLEDGED_MESSAGES__INIT;
+    rd.consumer_id = 7;
+    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__REDELIVER_UNACKNOWLEDGED_MESSAGES;
+    cmd.redeliverunacknowledgedmessages = &rd;
+    CU_ASSERT_EQUAL(tclient_send(c, &cmd), 0);
+    size_t n = receive_messages(c, m, 4, 1.0);
+    CU_ASSERT_EQUAL(n, 3);
+    char buf[32];
+    for (size_t i = 0; i < n; i++) {
+        const Pulsar__Proto__CommandMessage *msg = m[i]->cmd->message;
+        CU_ASSERT_TRUE(msg->has_redelivery_count && msg->redelivery_count == 1);
+        int idx = atoi(payload_text(m[i], buf, sizeof buf) + 1);
+        CU_ASSERT_EQUAL(idx % 2, 1);
+        CU_ASSERT_EQUAL((int64_t)msg->message_id->entryid, e[idx]);
+    }
+    free_frames(m, n);
+    /* A new consumer after this one leaves gets exactly the unacked ones. */
+    tclient_close(c);
+    c = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    CU_ASSERT_EQUAL(tclient_subscribe(c, topic, "s", 8, shared, "c2", NULL, 0), 0);
+    tclient_flow(c, 8, 100);
+    n = receive_messages(c, m, 4, 1.0);
+    CU_ASSERT_EQUAL(n, 3);
+    for (size_t i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(atoi(payload_text(m[i], buf, sizeof buf) + 1) % 2, 1);
+    free_frames(m, n);
+    tclient_close(c);
+    tbroker_stop(tb);
+}
+
+static uint32_t key_hash(const char *key)
+{
+    return (murmur3_x86_32(key, strlen(key), 0) & 0x7fffffffu) % 65536;
+}
+
+static void test_key_shared_sticky_ranges(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *p = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    tclient_t *lo = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    tclient_t *hi = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    TEST_REQUIRE(p && lo && hi);
+    const char *topic = T "ks";
+    const Pulsar__Proto__CommandSubscribe__SubType ks =
+        PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
+    const int32_t lo_range[1][2] = {{0, 32767}}, hi_range[1][2] = {{32768, 65535}};
+    const int32_t overlap[1][2] = {{30000, 40000}};
+    CU_ASSERT_EQUAL(tclient_subscribe(lo, topic, "s", 1, ks, "lo", lo_range, 1), 0);
+    CU_ASSERT_EQUAL(tclient_subscribe(hi, topic, "s", 1, ks, "hi", hi_range, 1), 0);
+    CU_ASSERT_EQUAL(tclient_subscribe(hi, topic, "s", 2, ks, "x", overlap, 1),
+                    -1000 - PULSAR__PROTO__SERVER_ERROR__ConsumerAssignError);
+    tclient_flow(lo, 1, 1000);
+    tclient_flow(hi, 1, 1000);
+    CU_ASSERT_EQUAL(tclient_create_producer(p, topic, 1), 0);
+    const char *keys[] = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta"};
+    for (int i = 0; i < 60; i++) {
+        char msg[32];
+        snprintf(msg, sizeof msg, "%s-%d", keys[i % 6], i);
+        CU_ASSERT_EQUAL(tclient_produce(p, 1, (uint64_t)i, keys[i % 6], msg, NULL, NULL), 0);
+    }
+    tframe_t *m[64];
+    size_t nlo = receive_messages(lo, m, 60, 0.5);
+    int last[6] = {-1, -1, -1, -1, -1, -1};
+    char buf[64];
+    size_t total = nlo;
+    for (size_t i = 0; i < nlo; i++) {
+        const char *txt = payload_text(m[i], buf, sizeof buf);
+        int k = -1;
+        for (int j = 0; j < 6; j++)
+            if (strncmp(txt, keys[j], strlen(keys[j])) == 0 && txt[strlen(keys[j])] == '-')
+                k = j;
+        TEST_REQUIRE(k >= 0);
+        CU_ASSERT_TRUE(key_hash(keys[k]) <= 32767); /* the right consumer */
+        int seq = atoi(strchr(txt, '-') + 1);
+        CU_ASSERT_TRUE(seq > last[k]); /* per-key order */
+        last[k] = seq;
+    }
+    free_frames(m, nlo);
+    size_t nhi = receive_messages(hi, m, 60, 0.5);
+    total += nhi;
+    for (size_t i = 0; i < nhi; i++) {
+        const char *txt = payload_text(m[i], buf, sizeof buf);
+        char key[16];
+        size_t kl = (size_t)(strchr(txt, '-') - txt);
+        memcpy(key, txt, kl);
+        key[kl] = '\0';
+        CU_ASSERT_TRUE(key_hash(key) >= 32768);
+    }
+    free_frames(m, nhi);
+    CU_ASSERT_EQUAL(total, 60);
+    tclient_close(p);
+    tclient_close(lo);
+    tclient_close(hi);
+    tbroker_stop(tb);
+}
+
+static void test_unknown_ids_and_oversized_permits(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *c = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    TEST_REQUIRE(c != NULL);
+    /* ACK and FLOW for consumers that do not exist are ignored; the
+     * connection stays usable; FLOW with 2^32-1 permits is capped. */
+    CU_ASSERT_EQUAL(tclient_ack(c, 99, 1, 1), 0);
+    CU_ASSERT_EQUAL(tclient_flow(c, 99, UINT32_MAX), 0);
+    const char *topic = T "ids";
+    CU_ASSERT_EQUAL(tclient_subscribe(c, topic, "s", 1,
+                                      PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Exclusive, "c",
+                                      NULL, 0),
+                    0);
+    CU_ASSERT_EQUAL(tclient_flow(c, 1, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(tclient_create_producer(c, topic, 1), 0);
+    CU_ASSERT_EQUAL(tclient_produce(c, 1, 0, NULL, "x", NULL, NULL), 0);
+    tframe_t *m[1] = {NULL};
+    CU_ASSERT_EQUAL(receive_messages(c, m, 1, 2.0), 1);
+    free_frames(m, 1);
+    CU_ASSERT_FALSE(tclient_closed(c));
+    tclient_close(c);
+    tbroker_stop(tb);
+}
+
+static void register_suites(void)
+{
+    CU_pSuite s = CU_add_suite("broker", NULL, NULL);
+    CU_add_test(s, "handshake and bad first frame", test_handshake_and_bad_first_frame);
+    CU_add_test(s, "shared round robin", test_shared_round_robin);
+    CU_add_test(s, "exclusive busy and permits", test_exclusive_busy_and_permits);
+    CU_add_test(s, "ack bookkeeping and redelivery", test_ack_bookkeeping_and_redelivery);
+    CU_add_test(s, "key_shared sticky ranges", test_key_shared_sticky_ranges);
+    CU_add_test(s, "unknown ids and oversized permits", test_unknown_ids_and_oversized_permits);
+}
+
+int main(int argc, char **argv)
+{
+    return test_main(argc, argv, register_suites);
+}
