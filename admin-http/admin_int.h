@@ -38,6 +38,8 @@ struct admin_service {
     broker_t *broker;
     md_store_t *md;
     http_server_t *http;
+    http_server_t *https; /* webServicePortTls (http_auth.c), NULL when unset */
+    char web_url_tls[192];
     admin_metrics_t *metrics;
     char cluster[128];
     char web_url[192];
@@ -75,7 +77,9 @@ struct admin_req {
     int rc;
     int n;
     bool flag;
+    int64_t i64; /* a number from the path or query (admin_messages.c) */
     topic_name_t tn;
+    char role[256]; /* the authenticated role (http_auth.c); "" without authentication */
 };
 
 /* ----------------------------------------------------------------- replies -- */
@@ -104,6 +108,13 @@ void admin_doc_update(admin_req_t *req, admin_mutate_fn fn, int ok_status);
 /* Checks that namespace {tenant}/{namespace} exists (404 otherwise), then
  * calls next. */
 void admin_require_namespace(admin_req_t *req, admin_handler_fn next);
+
+/* http_auth.c: authentication and authorization of every route, https */
+/* Authenticates req (401), authorizes its route (401/403), then runs it. */
+void admin_authorize(admin_req_t *req);
+/* Listens on webServicePortTls when configured (0 otherwise); stops. */
+int admin_https_start(admin_service_t *a);
+void admin_https_stop(admin_service_t *a);
 
 /* --------------------------------------------------------------- handlers -- */
 
@@ -157,6 +168,31 @@ void admin_subscription_reset(admin_req_t *req);
 void admin_subscription_peek(admin_req_t *req);
 void admin_last_message_id(admin_req_t *req);
 void admin_lookup(admin_req_t *req);
+
+/* admin_schemas.c: the schema registry (/admin/v2/schemas/...) */
+void admin_schema_get(admin_req_t *req);
+void admin_schemas_get_all(admin_req_t *req);
+void admin_schema_post(admin_req_t *req);
+void admin_schema_delete(admin_req_t *req);
+void admin_schema_compatibility(admin_req_t *req);
+void admin_schema_version(admin_req_t *req);
+
+/* For the other topic files: parses the route's topic into req->tn (false:
+ * answered 412); loads req->tn if it exists (404 otherwise), then next; a
+ * broker_admin_message_cb answering a message as peek does (req = arg). */
+bool admin_req_topic(admin_req_t *req);
+void admin_with_loaded_topic(admin_req_t *req, admin_handler_fn next);
+struct broker_admin_message;
+void admin_reply_message(int rc, const struct broker_admin_message *m, void *arg);
+
+/* admin_messages.c: finding messages (by id, position, publish time), reset
+ * by time, expiry */
+void admin_subscription_reset_time(admin_req_t *req);
+void admin_subscription_expire(admin_req_t *req);
+void admin_expire_all_subscriptions(admin_req_t *req);
+void admin_examine_message(admin_req_t *req);
+void admin_message_id_by_time(admin_req_t *req);
+void admin_message_by_id(admin_req_t *req);
 
 /* admin_brokers.c: brokers, health, version, configuration, metrics */
 void admin_brokers_list(admin_req_t *req);

@@ -183,6 +183,8 @@ typedef struct topic_rec {
     uint64_t c[4];
     double r[4];
     uint64_t storage, backlog;
+    /* backlog quotas (server/backlog_quota.c) */
+    double backlog_size, quota_limit, quota_limit_time, backlog_age, evict_size, evict_time;
     uint32_t producers;
     size_t subs, consumers;
 } topic_rec_t;
@@ -279,6 +281,12 @@ static void snap_topic(const broker_admin_topic_view_t *v, void *arg)
     series_rates(sn->m, v->name, t->r);
     t->storage = v->has_ledger ? v->ml.size_bytes : 0;
     t->backlog = v->backlog_entries;
+    t->backlog_size = (double)v->backlog_size_bytes;
+    t->quota_limit = (double)v->backlog_quota_limit_size;
+    t->quota_limit_time = (double)v->backlog_quota_limit_time_s;
+    t->backlog_age = v->oldest_backlog_age_s > 0 ? (double)v->oldest_backlog_age_s : 0;
+    t->evict_size = (double)v->backlog_evictions_size;
+    t->evict_time = (double)v->backlog_evictions_time;
     t->producers = v->producers;
     t->subs = v->subscriptions;
     t->consumers = v->consumers;
@@ -344,7 +352,11 @@ typedef enum {
     TV_OUT_MSG,
     TV_OUT_BYTES,
     TV_STORAGE,
-    TV_BACKLOG
+    TV_BACKLOG,
+    TV_BACKLOG_SIZE,
+    TV_QUOTA_LIMIT,
+    TV_QUOTA_LIMIT_TIME,
+    TV_BACKLOG_AGE
 } topic_value_t;
 
 static double topic_value(const topic_rec_t *t, topic_value_t which)
@@ -376,6 +388,14 @@ static double topic_value(const topic_rec_t *t, topic_value_t which)
         return (double)t->storage;
     case TV_BACKLOG:
         return (double)t->backlog;
+    case TV_BACKLOG_SIZE:
+        return t->backlog_size;
+    case TV_QUOTA_LIMIT:
+        return t->quota_limit;
+    case TV_QUOTA_LIMIT_TIME:
+        return t->quota_limit_time;
+    case TV_BACKLOG_AGE:
+        return t->backlog_age;
     }
     return 0;
 }
@@ -503,6 +523,27 @@ char *admin_metrics_render(admin_metrics_t *m, size_t *len)
                         "Bytes of the topic's retained ledgers", TV_STORAGE);
     render_topic_family(f, &sn, cl, "pulsar_msg_backlog", "gauge",
                         "Entries not yet acknowledged by the slowest subscription", TV_BACKLOG);
+    render_topic_family(f, &sn, cl, "pulsar_storage_backlog_size", "gauge",
+                        "Estimated bytes of the slowest durable subscription's backlog",
+                        TV_BACKLOG_SIZE);
+    render_topic_family(f, &sn, cl, "pulsar_storage_backlog_quota_limit", "gauge",
+                        "destination_storage backlog quota in bytes (-1: none)", TV_QUOTA_LIMIT);
+    render_topic_family(f, &sn, cl, "pulsar_storage_backlog_quota_limit_time", "gauge",
+                        "message_age backlog quota in seconds (-1: none)", TV_QUOTA_LIMIT_TIME);
+    render_topic_family(f, &sn, cl, "pulsar_storage_backlog_age_seconds", "gauge",
+                        "Age of the oldest unacknowledged message (at the last quota check)",
+                        TV_BACKLOG_AGE);
+    fputs("# HELP pulsar_storage_backlog_quota_exceeded_evictions_total Backlog quota evictions\n"
+          "# TYPE pulsar_storage_backlog_quota_exceeded_evictions_total counter\n",
+          f);
+    for (size_t i = 0; i < sn.ntopics; i++) {
+        for (int q = 0; q < 2; q++) {
+            fputs("pulsar_storage_backlog_quota_exceeded_evictions_total", f);
+            topic_labels(f, cl, &sn.topics[i]);
+            fprintf(f, ",quota_type=\"%s\"} %.17g\n", q ? "time" : "size",
+                    q ? sn.topics[i].evict_time : sn.topics[i].evict_size);
+        }
+    }
 
     static const struct {
         const char *name, *help;

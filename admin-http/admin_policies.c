@@ -138,6 +138,8 @@ NONNEG_CHECK(check_max_producers, "maxProducersPerTopic")
 NONNEG_CHECK(check_max_consumers, "maxConsumersPerTopic")
 NONNEG_CHECK(check_max_consumers_sub, "maxConsumersPerSubscription")
 NONNEG_CHECK(check_max_unacked, "maxUnackedMessagesPerConsumer")
+NONNEG_CHECK(check_max_unacked_sub, "maxUnackedMessagesPerSubscription")
+NONNEG_CHECK(check_max_topics, "maxTopicsPerNamespace")
 
 static int check_long(const json_t *body, json_t **out, char *reason, size_t cap)
 {
@@ -286,8 +288,13 @@ static const admin_policy_def_t policy_defs[] = {
      check_max_consumers_sub},
     {"maxUnackedMessagesPerConsumer", "max_unacked_messages_per_consumer", POLICY_KEY_NONE,
      check_max_unacked},
+    {"maxUnackedMessagesPerSubscription", "max_unacked_messages_per_subscription", POLICY_KEY_NONE,
+     check_max_unacked_sub},
+    {"maxTopicsPerNamespace", "max_topics_per_namespace", POLICY_KEY_NONE, check_max_topics},
     {"schemaCompatibilityStrategy", "schema_compatibility_strategy", POLICY_KEY_NONE,
      check_schema_strategy},
+    {"isAllowAutoUpdateSchema", "is_allow_auto_update_schema", POLICY_KEY_NONE, check_bool},
+    {"schemaValidationEnforced", "schema_validation_enforced", POLICY_KEY_NONE, check_bool},
     {"offloadThreshold", "offload_threshold", POLICY_KEY_NONE, check_long},
     {"offloadPolicies", "offload_policies", POLICY_KEY_NONE, check_offload_policies},
 };
@@ -458,7 +465,13 @@ int admin_json_parse(const char *body, size_t len, bool allow_empty, json_t **ou
 
 bool admin_name_valid(const char *name)
 {
-    return name && topic_name_valid_entity(name, strlen(name));
+    /* "." and ".." never name an entity (Pulsar's web server refuses them as
+     * path segments); the length bound keeps every metadata key and full
+     * topic name within TOPIC_NAME_MAX. */
+    size_t len = name ? strlen(name) : 0;
+    if (!name || len > ADMIN_NAME_MAX || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return false;
+    return topic_name_valid_entity(name, len);
 }
 
 static const char *const actions[] = {"produce", "consume",  "functions", "sources",

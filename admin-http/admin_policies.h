@@ -68,7 +68,9 @@ int admin_policy_check_actions(const json_t *body, json_t **out, char *reason, s
 int admin_json_parse(const char *body, size_t len, bool allow_empty, json_t **out, char *reason,
                      size_t cap);
 
-/* Tenant, namespace and cluster names: Pulsar's NamedEntity [-=:.\w]+. */
+/* Tenant, namespace and cluster names: Pulsar's NamedEntity [-=:.\w]+, at
+ * most ADMIN_NAME_MAX bytes, not "." or "..". */
+#define ADMIN_NAME_MAX 255
 bool admin_name_valid(const char *name);
 /* TenantInfo {adminRoles:[str], allowedClusters:[str]}: 0 and *out (new,
  * normalised), or -400. */

@@ -27,6 +27,7 @@
 /* ------------------------------------------------------------ route table -- */
 
 #define NS "/admin/v2/namespaces/{tenant}/{namespace}"
+#define SCHEMAS "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
 #define POLICY_ROUTES(ep)                                                                          \
     {{HTTP_GET, NS "/" ep}, admin_policy_get_h, ep},                                               \
         {{HTTP_POST, NS "/" ep}, admin_policy_set_h, ep},                                          \
@@ -103,6 +104,23 @@
           "/admin/v2/" d "/{tenant}/{namespace}/{topic}/subscription/{subscription}/resetcursor"}, \
          admin_subscription_reset,                                                                 \
          d},                                                                                       \
+        {{HTTP_POST, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/subscription/{subscription}"    \
+                     "/expireMessages/{seconds}"},                                                 \
+         admin_subscription_expire,                                                                \
+         d},                                                                                       \
+        {{HTTP_POST,                                                                               \
+          "/admin/v2/" d "/{tenant}/{namespace}/{topic}/all_subscription/expireMessages/{seconds}"}, \
+         admin_expire_all_subscriptions,                                                           \
+         d},                                                                                       \
+        {{HTTP_GET, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/examinemessage"},                \
+         admin_examine_message,                                                                    \
+         d},                                                                                       \
+        {{HTTP_GET, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/messageid/{ts}"},                \
+         admin_message_id_by_time,                                                                 \
+         d},                                                                                       \
+        {{HTTP_GET, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/ledger/{ledgerId}/entry/{entryId}"}, \
+         admin_message_by_id,                                                                      \
+         d},                                                                                       \
     {                                                                                              \
         {HTTP_GET,                                                                                 \
          "/admin/v2/" d "/{tenant}/{namespace}/{topic}/subscription/{subscription}/position/{n}"}, \
@@ -139,7 +157,11 @@ static const admin_route_t admin_routes[] = {
     POLICY_ROUTES("maxConsumersPerTopic"),
     POLICY_ROUTES("maxConsumersPerSubscription"),
     POLICY_ROUTES("maxUnackedMessagesPerConsumer"),
+    POLICY_ROUTES("maxUnackedMessagesPerSubscription"),
+    POLICY_ROUTES("maxTopicsPerNamespace"),
     POLICY_ROUTES("schemaCompatibilityStrategy"),
+    POLICY_ROUTES("isAllowAutoUpdateSchema"),
+    POLICY_ROUTES("schemaValidationEnforced"),
     POLICY_ROUTES("offloadThreshold"),
     POLICY_ROUTES("offloadPolicies"),
     {{HTTP_DELETE, NS "/removeOffloadPolicies"}, admin_policy_delete_h, "offloadPolicies"},
@@ -152,6 +174,14 @@ static const admin_route_t admin_routes[] = {
     TOPIC_ROUTES("non-persistent"),
     /* lookup */
     {{HTTP_GET, "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}"}, admin_lookup, NULL},
+    /* schemas (admin_schemas.c) */
+    {{HTTP_GET, SCHEMAS "/schema"}, admin_schema_get, NULL},
+    {{HTTP_GET, SCHEMAS "/schema/{version}"}, admin_schema_get, NULL},
+    {{HTTP_GET, SCHEMAS "/schemas"}, admin_schemas_get_all, NULL},
+    {{HTTP_POST, SCHEMAS "/schema"}, admin_schema_post, NULL},
+    {{HTTP_DELETE, SCHEMAS "/schema"}, admin_schema_delete, NULL},
+    {{HTTP_POST, SCHEMAS "/compatibility"}, admin_schema_compatibility, NULL},
+    {{HTTP_POST, SCHEMAS "/version"}, admin_schema_version, NULL},
     /* brokers */
     {{HTTP_GET, "/admin/v2/brokers/{cluster}"}, admin_brokers_list, NULL},
     {{HTTP_GET, "/admin/v2/brokers/leaderBroker"}, admin_broker_leader, NULL},
@@ -429,7 +459,7 @@ static void admin_dispatch(http_exchange_t *ex, void *arg)
         return;
     }
     req->route = &admin_routes[idx];
-    req->route->fn(req);
+    admin_authorize(req); /* http_auth.c: 401/403, or req->route->fn(req) */
 }
 
 /* -------------------------------------------------------------- lifecycle -- */
@@ -481,6 +511,13 @@ int admin_service_start(struct ev_loop *loop, const qconfig_t *conf, broker_t *b
         free(a);
         return -ENOMEM;
     }
+    rc = admin_https_start(a); /* http_auth.c: webServicePortTls */
+    if (rc < 0) {
+        admin_metrics_free(a->metrics);
+        http_server_free(a->http);
+        free(a);
+        return rc;
+    }
     admin_bootstrap(a);
     log_info("admin", "admin HTTP service on %s (cluster %s)", a->web_url, a->cluster);
     *out = a;
@@ -506,5 +543,6 @@ void admin_service_stop(admin_service_t *a)
     a->metrics = NULL;
     http_server_free(a->http);
     a->http = NULL;
+    admin_https_stop(a);
     admin_maybe_free(a);
 }

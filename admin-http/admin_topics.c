@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "server/broker_admin.h"
 #include "server/partitions.h"
+#include "server/schema.h"
 
 #define ADMIN_LEDGERS_SHOWN 1024
 
@@ -149,6 +150,8 @@ static void topic_created(int rc, void *arg)
     admin_req_t *req = arg;
     if (rc == QE_EXISTS)
         admin_reply_error(req, 409, "This topic already exists");
+    else if (rc == QE_TOO_LARGE) /* the namespace's topic quota (server/limits.h) */
+        admin_reply_error(req, 412, BROKER_TOPIC_QUOTA_REASON);
     else if (rc < 0)
         admin_reply_rc(req, rc, req->tn.full);
     else
@@ -182,8 +185,10 @@ static void topic_deleted(int rc, void *arg)
         admin_reply_error(req, 412, "Topic has active producers/subscriptions");
     else if (rc < 0)
         admin_reply_rc(req, rc, req->tn.full);
-    else
+    else {
+        schema_registry_delete_topic(req->a->broker, req->tn.full); /* admin_schemas.c */
         admin_reply_empty(req, 204);
+    }
 }
 
 void admin_topic_delete(admin_req_t *req)
@@ -225,6 +230,8 @@ static void partitions_created(int rc, void *arg)
     admin_req_t *req = arg;
     if (rc == QE_EXISTS)
         admin_reply_error(req, 409, "This topic already exists");
+    else if (rc == QE_TOO_LARGE) /* the namespace's topic quota (server/limits.h) */
+        admin_reply_error(req, 412, BROKER_TOPIC_QUOTA_REASON);
     else if (rc < 0)
         admin_reply_rc(req, rc, req->tn.full);
     else
@@ -306,8 +313,10 @@ static void partitions_deleted(int rc, void *arg)
         admin_reply_error(req, 412, "Topic has active producers/subscriptions");
     else if (rc < 0)
         admin_reply_rc(req, rc, req->tn.full);
-    else
+    else {
+        schema_registry_delete_topic(req->a->broker, req->tn.full);
         admin_reply_empty(req, 204);
+    }
 }
 
 void admin_partitions_delete(admin_req_t *req)
@@ -372,10 +381,21 @@ static void stats_subscription(const broker_admin_subscription_view_t *v, void *
                           "msgThroughputOut", tput, "bytesOutCounter", (json_int_t)v->bytes_out,
                           "msgOutCounter", (json_int_t)v->msg_out, "msgRateRedeliver", 0.0,
                           "msgBacklog", (json_int_t)v->backlog_entries, "msgBacklogNoDelayed",
-                          (json_int_t)v->backlog_entries, "blockedSubscriptionOnUnackedMsgs", 0,
+                          (json_int_t)(v->backlog_entries > v->delayed_messages
+                                           ? v->backlog_entries - v->delayed_messages
+                                           : 0),
+                          "blockedSubscriptionOnUnackedMsgs", 0,
                           "unackedMessages", (json_int_t)v->unacked_messages, "type", v->type,
                           "isDurable", v->durable, "isReplicated", 0, "msgRateExpired", 0.0,
-                          "msgDelayed", (json_int_t)0, "consumers", consumers);
+                          "msgDelayed", (json_int_t)v->delayed_messages, "consumers", consumers);
+    json_object_set_new(s, "totalMsgExpired", json_integer((json_int_t)v->msg_expired));
+    json_t *meta = v->meta_json ? json_loads(v->meta_json, 0, NULL) : NULL;
+    json_t *props = json_object_get(meta, "properties");
+    json_object_set_new(s, "subscriptionProperties", json_is_object(props) ? json_incref(props)
+                                                                             : json_object());
+    json_object_set_new(s, "isReplicated",
+                        json_boolean(json_is_true(json_object_get(meta, "replicated"))));
+    json_decref(meta);
     sb->current_sub = consumers;
     broker_admin_consumers(sb->req->a->broker, sb->topic, v->name, stats_consumer, sb);
     json_object_set_new(json_object_get(sb->root, "subscriptions"), v->name, s);
@@ -388,8 +408,10 @@ static void stats_topic(const broker_admin_topic_view_t *v, void *arg)
     admin_metrics_topic_rates(sb->req->a->metrics, v->name, &rin, &tin, &rout, &tout);
     uint64_t storage = v->has_ledger ? v->ml.size_bytes : 0;
     uint64_t entries = v->has_ledger ? v->ml.entries : 0;
-    /* backlogSize in bytes: estimated from the average stored entry size. */
-    uint64_t backlog_bytes = entries ? v->backlog_entries * (storage / entries) : 0;
+    /* backlogSize in bytes: the slowest durable subscription's, estimated from
+     * the ledgers' sizes (backlog_quota.c; Pulsar's getEstimatedBacklogSize). */
+    uint64_t backlog_bytes = v->has_ledger ? v->backlog_size_bytes : 0;
+    (void)entries;
     sb->root = json_pack(
         "{sfsfsfsfsIsIsIsIsfsbsIsIsIs[]sIs{}s{}sssI}", "msgRateIn", rin, "msgThroughputIn", tin,
         "msgRateOut", rout, "msgThroughputOut", tout, "bytesInCounter", (json_int_t)v->bytes_in,
@@ -398,7 +420,14 @@ static void stats_topic(const broker_admin_topic_view_t *v, void *arg)
         "msgChunkPublished", 0, "storageSize", (json_int_t)storage, "backlogSize",
         (json_int_t)backlog_bytes, "offloadedStorageSize", (json_int_t)0, "publishers",
         "waitingPublishers", (json_int_t)0, "subscriptions", "replication", "deduplicationStatus",
-        "Disabled", "nonContiguousDeletedMessagesRanges", (json_int_t)0);
+        v->dedup_enabled ? "Enabled" : "Disabled", "nonContiguousDeletedMessagesRanges",
+        (json_int_t)0);
+    json_object_set_new(sb->root, "backlogQuotaLimitSize",
+                        json_integer((json_int_t)v->backlog_quota_limit_size));
+    json_object_set_new(sb->root, "backlogQuotaLimitTime",
+                        json_integer((json_int_t)v->backlog_quota_limit_time_s));
+    json_object_set_new(sb->root, "oldestBacklogMessageAgeSeconds",
+                        json_integer((json_int_t)v->oldest_backlog_age_s));
     sb->topic = v->name;
     broker_admin_producers(sb->req->a->broker, v->name, stats_publisher, sb);
     broker_admin_subscriptions(sb->req->a->broker, v->name, stats_subscription, sb);
@@ -516,6 +545,15 @@ static void internal_topic(const broker_admin_topic_view_t *v, void *arg)
                   "state", v->has_ledger ? "LedgerOpened" : "None", "ledgers", "cursors",
                   "schemaLedgers", "compactedLedger", "ledgerId", (json_int_t)-1, "entries",
                   (json_int_t)-1, "size", (json_int_t)-1, "offloaded", 0, "underReplicated", 0);
+    int64_t cl; /* the compacted ledger (server/compaction.c) */
+    ml_pos_t horizon;
+    uint64_t centries;
+    json_t *cj = json_object_get(sb->root, "compactedLedger");
+    if (cj && broker_admin_compaction_info(sb->req->a->broker, v->name, &cl, &horizon, &centries) == 0 &&
+        cl >= 0) {
+        json_object_set_new(cj, "ledgerId", json_integer(cl));
+        json_object_set_new(cj, "entries", json_integer((json_int_t)centries));
+    }
 }
 
 static void internal_ready(admin_req_t *req)
@@ -750,22 +788,85 @@ void admin_topic_unload(admin_req_t *req)
         unloaded(rc, req);
 }
 
+/* Pulsar answers the last message id: {ledgerId, entryId, partitionIndex: -1}. */
+static void terminated(int rc, ml_pos_t last, void *arg)
+{
+    admin_req_t *req = arg;
+    if (admin_req_stopping(req))
+        return;
+    if (rc < 0) {
+        admin_reply_rc(req, rc, req->tn.full);
+        return;
+    }
+    admin_reply_json(req, 200,
+                     json_pack("{sIsIsi}", "ledgerId", (json_int_t)last.ledger_id, "entryId",
+                               (json_int_t)last.entry_id, "partitionIndex", -1));
+}
+
+static void terminate_ready(admin_req_t *req)
+{
+    int rc = broker_admin_topic_terminate(req->a->broker, req->tn.full, terminated, req);
+    if (rc < 0)
+        terminated(rc, ML_POS_EARLIEST, req);
+}
+
 void admin_topic_terminate(admin_req_t *req)
 {
-    if (req_topic(req))
-        admin_reply_error(req, 501, "Topic termination is not supported by this broker yet");
+    if (!req_topic(req))
+        return;
+    if (req->tn.domain != TOPIC_PERSISTENT) {
+        admin_reply_error(req, 405, "Termination of a non-persistent topic is not allowed");
+        return;
+    }
+    with_loaded_topic(req, terminate_ready);
+}
+
+/* Compaction (server/compaction.c): PUT starts a run, GET is Pulsar's
+ * LongRunningProcessStatus {status, lastError}. */
+static void compaction_status_ready(admin_req_t *req)
+{
+    static const char *const names[] = {"NOT_RUN", "RUNNING", "SUCCESS", "ERROR"};
+    int status = BROKER_COMPACTION_NOT_RUN;
+    char err[256];
+    int rc = broker_admin_compaction_status(req->a->broker, req->tn.full, &status, err, sizeof err);
+    if (rc < 0) {
+        admin_reply_rc(req, rc, req->tn.full);
+        return;
+    }
+    admin_reply_json(req, 200,
+                     json_pack("{ssss}", "status", names[status & 3], "lastError", err));
 }
 
 void admin_compaction_get(admin_req_t *req)
 {
     if (req_topic(req))
-        admin_reply_json(req, 200, json_pack("{ssss}", "status", "NOT_RUN", "lastError", ""));
+        with_loaded_topic(req, compaction_status_ready);
+}
+
+static void compaction_put_ready(admin_req_t *req)
+{
+    int rc = broker_admin_compaction_trigger(req->a->broker, req->tn.full);
+    if (rc == QE_EXISTS)
+        admin_reply_error(req, 409, "Compaction already in progress");
+    else if (rc == QE_INVALID)
+        admin_reply_error(req, 405, "Compaction of a non-persistent topic is not allowed");
+    else if (rc == QE_BUSY)
+        admin_reply_error(req, 503, "The compacted view of %s is loading; retry", req->tn.full);
+    else if (rc < 0)
+        admin_reply_rc(req, rc, req->tn.full);
+    else
+        admin_reply_empty(req, 204);
 }
 
 void admin_compaction_put(admin_req_t *req)
 {
-    if (req_topic(req))
-        admin_reply_error(req, 501, "Topic compaction is not supported by this broker yet");
+    if (!req_topic(req))
+        return;
+    if (req->tn.domain != TOPIC_PERSISTENT) {
+        admin_reply_error(req, 405, "Compaction of a non-persistent topic is not allowed");
+        return;
+    }
+    with_loaded_topic(req, compaction_put_ready);
 }
 
 static void sub_op_done(int rc, void *arg)
@@ -880,8 +981,7 @@ void admin_subscription_reset(admin_req_t *req)
     if (!req_topic(req))
         return;
     if (http_route_param(&req->params, "ts")) {
-        admin_reply_error(req, 501,
-                          "Reset by publish time is not supported yet; reset to a message id");
+        admin_subscription_reset_time(req); /* admin_messages.c */
         return;
     }
     if (admin_parse_body(req, false) < 0)
@@ -956,4 +1056,21 @@ void admin_lookup(admin_req_t *req)
     admin_reply_json(req, 200,
                      json_pack("{ssssssssss}", "brokerUrl", burl, "brokerUrlTls", "", "httpUrl",
                                req->a->web_url, "httpUrlTls", "", "nativeUrl", burl));
+}
+
+/* ------------------------------------------------- shared with other files -- */
+
+bool admin_req_topic(admin_req_t *req)
+{
+    return req_topic(req);
+}
+
+void admin_with_loaded_topic(admin_req_t *req, admin_handler_fn next)
+{
+    with_loaded_topic(req, next);
+}
+
+void admin_reply_message(int rc, const broker_admin_message_t *m, void *arg)
+{
+    peeked(rc, m, arg);
 }

@@ -45,6 +45,7 @@
 
 #include "common/errors.h"
 #include "common/log.h"
+#include "server/tls.h"
 
 #define HTTP_SCRATCH_BYTES (64u * 1024u)
 #define HTTP_RESP_HEADERS_MAX 8192u
@@ -79,6 +80,7 @@ struct http_conn {
     http_server_t *server;
     http_conn_t *prev, *next;
     int fd;
+    conn_io_t io; /* plain or TLS (server/tls.h) */
     ev_io rio, wio;
     ev_timer timer;
     http_parser parser;
@@ -116,6 +118,7 @@ struct http_server {
     char *scratch;
     ev_tstamp last_refusal_log;
     http_parser_settings settings;
+    tls_ctx_t *tls; /* https: every connection is TLS (http_server_set_tls) */
 };
 
 void http_server_config_defaults(http_server_config_t *cfg)
@@ -250,6 +253,37 @@ const char *http_request_peer(const http_exchange_t *ex)
     return ex->conn ? ex->conn->peer : "(closed)";
 }
 
+void http_request_tls_cn(const http_exchange_t *ex, char *out, size_t cap)
+{
+    if (cap)
+        out[0] = '\0';
+    if (ex->conn)
+        conn_io_peer_cn(&ex->conn->io, out, cap);
+}
+
+bool http_request_is_tls(const http_exchange_t *ex)
+{
+    return ex->conn && conn_io_is_tls(&ex->conn->io);
+}
+
+http_handler_fn http_server_handler_of(const http_server_t *s)
+{
+    return s->handler;
+}
+
+void *http_server_arg_of(const http_server_t *s)
+{
+    return s->arg;
+}
+
+void http_server_set_tls(http_server_t *s, struct tls_ctx *ctx)
+{
+    if (ctx)
+        tls_ctx_ref(ctx);
+    tls_ctx_unref(s->tls);
+    s->tls = ctx;
+}
+
 int http_response_header(http_exchange_t *ex, const char *name, const char *value)
 {
     size_t add = strlen(name) + strlen(value) + 4;
@@ -368,7 +402,7 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 static void conn_send_continue(http_conn_t *c)
 {
     static const char msg[] = "HTTP/1.1 100 Continue\r\n\r\n";
-    ssize_t n = send(c->fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = conn_io_write(&c->io, msg, sizeof msg - 1);
     (void)n; /* best effort: the client sends the body after a delay anyway */
 }
 
@@ -458,6 +492,8 @@ static void conn_start_reading(http_conn_t *c)
     if (!c->reading && !c->closing && (!c->read_done || c->lingering)) {
         ev_io_start(c->server->loop, &c->rio);
         c->reading = true;
+        if (conn_io_pending(&c->io))
+            ev_feed_event(c->server->loop, &c->rio, EV_READ);
     }
 }
 
@@ -490,7 +526,7 @@ static void conn_free(http_conn_t *c)
     ev_io_stop(s->loop, &c->rio);
     ev_io_stop(s->loop, &c->wio);
     ev_timer_stop(s->loop, &c->timer);
-    close(c->fd);
+    conn_io_close(&c->io);
     if (c->cur)
         exchange_free(c->cur);
     http_exchange_t *ex = c->queue_head;
@@ -577,7 +613,7 @@ static int conn_write(http_conn_t *c)
 {
     http_server_t *s = c->server;
     while (c->wpos < c->wlen) {
-        ssize_t n = send(c->fd, c->wbuf + c->wpos, c->wlen - c->wpos, MSG_NOSIGNAL);
+        ssize_t n = conn_io_write(&c->io, c->wbuf + c->wpos, c->wlen - c->wpos);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -749,7 +785,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
     (void)revents;
     http_conn_t *c = w->data;
     http_server_t *s = c->server;
-    ssize_t n = recv(c->fd, s->scratch, HTTP_SCRATCH_BYTES, 0);
+    ssize_t n = conn_io_read(&c->io, s->scratch, HTTP_SCRATCH_BYTES);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     if (n <= 0) {
@@ -779,6 +815,8 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
     conn_feed(c, s->scratch, (size_t)n);
     if (!c->closing)
         conn_arm_timer(c);
+    if (!c->closing && c->reading && conn_io_pending(&c->io)) /* TLS bytes inside OpenSSL */
+        ev_feed_event(s->loop, &c->rio, EV_READ);
     c->depth--;
     if (c->closing && c->depth == 0)
         conn_free(c);
@@ -856,6 +894,11 @@ static void server_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         c->server = s;
         c->fd = fd;
+        if (conn_io_init(&c->io, fd, s->tls) < 0) {
+            close(fd);
+            free(c);
+            continue;
+        }
         char ip[INET_ADDRSTRLEN] = "?";
         inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
         snprintf(c->peer, sizeof c->peer, "%s:%d", ip, ntohs(sa.sin_port));
@@ -959,6 +1002,7 @@ void http_server_free(http_server_t *s)
         c->depth = 0;
         conn_free(c);
     }
+    tls_ctx_unref(s->tls);
     free(s->scratch);
     free(s);
 }

@@ -79,6 +79,17 @@ const char *http_request_header(const http_exchange_t *ex, const char *name);
 const char *http_request_body(const http_exchange_t *ex, size_t *len);
 /* "ip:port" of the client. */
 const char *http_request_peer(const http_exchange_t *ex);
+/* https: the verified client certificate's common name ("" when none). */
+void http_request_tls_cn(const http_exchange_t *ex, char *out, size_t cap);
+bool http_request_is_tls(const http_exchange_t *ex);
+/* Serves https on this server's connections from now on (ctx referenced;
+ * server/tls.h). Before http_server_listen. */
+struct tls_ctx;
+void http_server_set_tls(http_server_t *s, struct tls_ctx *ctx);
+/* The handler and argument s was made with (a second listener serving the
+ * same routes, e.g. https beside http). */
+http_handler_fn http_server_handler_of(const http_server_t *s);
+void *http_server_arg_of(const http_server_t *s);
 
 /* ------------------------------------------------------------ response -- */
 

@@ -22,6 +22,7 @@ static const char *const qe_names[] = {
     [15] = "read only",
     [16] = "shutting down",
     [17] = "need more bytes",
+    [18] = "incompatible schema",
 };
 
 const char *q_strerror(int rc)

@@ -31,7 +31,8 @@ enum {
     QE_READ_ONLY = QE_BASE - 15,   /* e.g. an add on a closed ledger */
     QE_SHUTDOWN = QE_BASE - 16,    /* the process is stopping */
     QE_AGAIN = QE_BASE - 17,       /* need more bytes (a parser resumes later) */
-    QE_LAST = QE_BASE - 18,
+    QE_INCOMPATIBLE = QE_BASE - 18, /* a schema refused by the compatibility strategy */
+    QE_LAST = QE_BASE - 19,
 };
 
 /* A short description of rc (never NULL): errno text for -errno, ours otherwise. */

@@ -47,6 +47,8 @@ if [ "${1:-}" = "--test" ]; then
   python3 -c 'import pytest' 2>/dev/null || py_missing+=("pytest")
   python3 -c 'import requests' 2>/dev/null || py_missing+=("requests")
   python3 -c 'import prometheus_client' 2>/dev/null || py_missing+=("prometheus_client")
+  # fastavro: pulsar.schema.AvroSchema/JsonSchema need it (tests/compat/test_schema.py).
+  python3 -c 'import fastavro' 2>/dev/null || py_missing+=("fastavro")
   if [ ${#py_missing[@]} -gt 0 ]; then
     echo "deps: pip installing ${py_missing[*]}"
     python3 -m pip install -q "${py_missing[@]}" 2>/dev/null ||

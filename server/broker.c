@@ -20,7 +20,13 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "server/broker_int.h"
+#include "server/compaction.h"
+#include "server/dedup.h"
+#include "server/limits_int.h"
+#include "server/maintenance.h"
 #include "server/ns_policies.h"
+#include "server/schema.h"
+#include "server/broker_security.h"
 
 /* ------------------------------------------------------------- config -- */
 
@@ -129,6 +135,14 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
         return QE_INVALID;
     if (strcmp(cfg->advertised_address, "0.0.0.0") == 0)
         snprintf(cfg->advertised_address, sizeof cfg->advertised_address, "127.0.0.1");
+    if (broker_limits_config_load(q, &cfg->limits, err, err_len) < 0) /* limits.c */
+        return QE_INVALID;
+    if (broker_delivery_config_load(q, &cfg->delivery, err, err_len) < 0) /* delivery_config.c */
+        return QE_INVALID;
+    if (dedup_config_load(q, cfg, err, err_len) < 0) /* dedup.c */
+        return QE_INVALID;
+    if (compaction_config_load(q, cfg, err, err_len) < 0) /* compaction.c */
+        return QE_INVALID;
     return 0;
 }
 
@@ -137,6 +151,8 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
 pb_error_t broker_server_error(int rc)
 {
     switch (rc) {
+    case QE_INCOMPATIBLE: /* schema.c: a refused or malformed schema */
+        return PULSAR__PROTO__SERVER_ERROR__IncompatibleSchema;
     case QE_NOT_FOUND:
         return PULSAR__PROTO__SERVER_ERROR__TopicNotFound;
     case QE_INVALID:
@@ -195,6 +211,7 @@ int broker_new(struct ev_loop *loop, const broker_config_t *cfg, md_store_t *md,
         free(b);
         return -ENOMEM;
     }
+    broker_maintenance_start(b); /* TTL, subscription expiry, backlog quotas */
     *out = b;
     return 0;
 }
@@ -228,7 +245,7 @@ int broker_listen(broker_t *b)
     ev_io_init(&b->accept_watcher, broker_accept_cb, fd, EV_READ);
     b->accept_watcher.data = b;
     ev_io_start(b->loop, &b->accept_watcher);
-    return 0;
+    return broker_security_listen(b); /* brokerServicePortTls, when configured */
 }
 
 int broker_port(const broker_t *b)
@@ -279,6 +296,7 @@ static void shutdown_topic(broker_t *b, topic_t *t)
     if (t->state != TOPIC_READY || !t->ml)
         return;
     t->state = TOPIC_CLOSING;
+    dedup_topic_close(t); /* last snapshot (the metadata store completes it) */
     close_ctx_t *cc = calloc(1, sizeof *cc);
     if (!cc)
         return;
@@ -303,6 +321,7 @@ static void shutdown_topic(broker_t *b, topic_t *t)
 void broker_shutdown(broker_t *b, broker_done_cb cb, void *arg)
 {
     b->shutting_down = true;
+    broker_maintenance_stop(b);
     b->shutdown_cb = cb;
     b->shutdown_arg = arg;
     b->shutdown_pending = 1;
@@ -311,6 +330,7 @@ void broker_shutdown(broker_t *b, broker_done_cb cb, void *arg)
         close(b->listen_fd);
         b->listen_fd = -1;
     }
+    broker_security_stop(b); /* the TLS listener */
     while (b->conns)
         conn_close(b->conns, "broker shutting down");
     qmap_iter_t it = {0};
@@ -324,6 +344,7 @@ void broker_free(broker_t *b)
 {
     if (!b)
         return;
+    broker_maintenance_stop(b);
     qmap_iter_t it = {0};
     void *v;
     while (qmap_next(b->topics, &it, NULL, &v)) {
@@ -337,11 +358,14 @@ void broker_free(broker_t *b)
             subscription_free(s);
         }
         qmap_free(t->subscriptions);
+        limits_topic_free(t);
         free(t->name);
         free(t);
     }
     qmap_free(b->topics);
     broker_ns_policies_free(b);
+    schema_registry_free(b);
+    broker_security_free(b);
     qloop_mailbox_free(b->mailbox);
     free(b);
 }

@@ -19,6 +19,8 @@
 
 #include "common/config.h"
 #include "storage/managed/managed_ledger.h"
+#include "server/limits.h"
+#include "server/delivery_config.h"
 #include "storage/metadata/metadata.h"
 
 typedef struct broker broker_t;
@@ -40,6 +42,14 @@ typedef struct broker_config {
     ml_config_t ml;                       /* managedLedger* keys */
     int64_t default_retention_time_min;   /* defaultRetentionTimeInMinutes (0) */
     int64_t default_retention_size_mb;    /* defaultRetentionSizeInMB (0) */
+    broker_limits_config_t limits;        /* rate limits and quotas (limits.h) */
+    broker_delivery_config_t delivery;    /* delayed delivery, TTL, backlog quotas */
+    bool dedup_enabled;                   /* brokerDeduplicationEnabled (false) */
+    uint32_t dedup_max_producers;         /* brokerDeduplicationMaxNumberOfProducers (10000) */
+    uint32_t dedup_entries_interval;      /* brokerDeduplicationEntriesInterval (1000) */
+    uint32_t dedup_snapshot_interval_s;   /* brokerDeduplicationSnapshotIntervalSeconds (120) */
+    int64_t compaction_threshold_bytes;   /* brokerServiceCompactionThresholdInBytes (0 = off) */
+    uint32_t compaction_monitor_s;        /* brokerServiceCompactionMonitorIntervalInSeconds (60) */
 } broker_config_t;
 
 /* Fills cfg from Pulsar-named keys of q (defaults for absent ones). A malformed

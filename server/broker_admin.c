@@ -28,6 +28,11 @@
 #include "common/log.h"
 #include "server/broker_int.h"
 #include "server/codec/frame.h"
+#include "server/dedup.h"
+#include "server/delayed.h"
+#include "server/maintenance.h"
+#include "server/limits_int.h"
+#include "server/subscription_meta.h"
 
 #define PEEK_MAX 10000
 
@@ -103,12 +108,17 @@ static void sub_view(subscription_t *s, broker_admin_subscription_view_t *v)
         v->mark_delete = ml_cursor_mark_delete_pos(s->cursor);
         v->read_pos = ml_cursor_read_pos(s->cursor);
     }
+    v->meta_json = subscription_meta_json(s);
+    v->delayed_messages = delayed_count(s);
+    v->msg_expired = s->msg_expired;
 }
 
 static void topic_view(topic_t *t, broker_admin_topic_view_t *v)
 {
     memset(v, 0, sizeof *v);
     v->name = t->name;
+    v->dedup_enabled = dedup_is_enabled(t);
+    v->terminated = t->terminated;
     v->persistent = t->persistent;
     v->partition = t->partition;
     v->msg_in = t->msg_in;
@@ -134,6 +144,7 @@ static void topic_view(topic_t *t, broker_admin_topic_view_t *v)
         ml_get_stats(t->ml, &v->ml);
         v->last_confirmed = ml_last_confirmed(t->ml);
     }
+    backlog_quota_view(t, v); /* backlog_quota.c */
 }
 
 void broker_admin_counts(broker_t *b, broker_admin_counts_t *out)
@@ -366,7 +377,8 @@ static void create_checked(int rc, const void *value, size_t len, const md_stat_
     }
     char path[3 * TOPIC_NAME_MAX + 64];
     topic_registry_path(&op->tn, path, sizeof path);
-    rc = md_put(op->broker->md, path, "{}", 2, MD_VERSION_NEW, NULL, create_registered, op);
+    /* Counts against the namespace's topic quota (limits.c). */
+    rc = broker_topic_quota_put(op->broker, &op->tn, 1, path, "{}", 2, create_registered, op);
     if (rc < 0)
         op_finish(op, rc);
 }
@@ -437,6 +449,7 @@ static void unload_finish(unload_ctx_t *uc)
     }
     qmap_free(t->subscriptions);
     log_info("topic", "%s: unloaded", t->name);
+    limits_topic_free(t);
     free(t->name);
     free(t);
     uc->cb(0, uc->arg);
@@ -482,6 +495,7 @@ static int topic_unload(broker_t *b, topic_t *t, broker_done_rc_cb cb, void *arg
         return -ENOMEM;
     }
     t->state = TOPIC_CLOSING;
+    dedup_topic_close(t); /* last snapshot */
     qmap_iter_t it = {0};
     void *sv;
     while (qmap_next(t->subscriptions, &it, NULL, &sv)) {
@@ -985,6 +999,7 @@ int broker_admin_subscription_delete(broker_t *b, const char *topic, const char 
         qmap_remove(t->subscriptions, sub);
         subscription_free(s); /* closes its cursor */
     }
+    subscription_meta_forget(t, sub);
     int rc = ml_cursor_delete(t->ml, sub, sub_cursor_closed, op);
     if (rc < 0) {
         t->busy--;

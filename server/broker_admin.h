@@ -42,6 +42,13 @@ typedef struct broker_admin_topic_view {
     ml_stats_t ml;
     ml_pos_t last_confirmed;
     uint64_t backlog_entries; /* the largest subscription backlog */
+    bool dedup_enabled;       /* deduplication in effect (dedup.c) */
+    bool terminated;
+    /* backlog quotas (backlog_quota.c); limits -1 = none */
+    int64_t backlog_quota_limit_size, backlog_quota_limit_time_s;
+    uint64_t backlog_size_bytes;  /* the slowest durable subscription's, estimated */
+    int64_t oldest_backlog_age_s; /* -1 unknown (not checked yet) */
+    uint64_t backlog_evictions_size, backlog_evictions_time;
 } broker_admin_topic_view_t;
 
 typedef struct broker_admin_producer_view {
@@ -63,6 +70,10 @@ typedef struct broker_admin_subscription_view {
     size_t consumers;
     bool has_cursor;
     ml_pos_t mark_delete, read_pos;
+    /* {"properties": {k: v, ...}, "replicated": bool} (subscription_meta.c), or NULL */
+    const char *meta_json;
+    uint64_t delayed_messages; /* held until their deliver_at_time (delayed.c) */
+    uint64_t msg_expired;      /* by TTL or backlog age eviction since loaded */
 } broker_admin_subscription_view_t;
 
 typedef struct broker_admin_consumer_view {
@@ -135,6 +146,12 @@ int broker_admin_partitioned_list(broker_t *b, const char *ns, topic_domain_t do
  * flight; 0 at once when it is not loaded. */
 int broker_admin_topic_unload(broker_t *b, const char *topic, broker_done_rc_cb cb, void *arg);
 
+/* Terminates a loaded persistent topic (termination.h): once the appends in
+ * flight are durable, cb gets the last message id (also when it was already
+ * terminated). QE_NOT_FOUND when not loaded, QE_INVALID for non-persistent. */
+typedef void (*broker_terminate_cb)(int rc, ml_pos_t last, void *arg);
+int broker_admin_topic_terminate(broker_t *b, const char *topic, broker_terminate_cb cb, void *arg);
+
 /* A message read back for peek/examine: borrowed for the callback. */
 typedef struct broker_admin_message {
     ml_pos_t pos;
@@ -171,5 +188,52 @@ int broker_admin_subscription_delete(broker_t *b, const char *topic, const char 
  * persistent://pulsar/<advertisedAddress>:<webServicePort>/healthcheck and
  * reads it back from storage; 0 when both worked. web_port: the admin's. */
 int broker_admin_health_check(broker_t *b, int web_port, broker_done_rc_cb cb, void *arg);
+
+/* ------------------------------------------- finding messages (broker_admin_msgs.c) -- */
+
+/* The entry at pos of a loaded persistent topic: QE_NOT_FOUND outside the
+ * readable range. */
+int broker_admin_read_message(broker_t *b, const char *topic, ml_pos_t pos,
+                              broker_admin_message_cb cb, void *arg);
+/* The n-th (1-based) readable entry from the earliest, or from the latest
+ * (n = 1: the last one); n past the count is clamped, as Pulsar does.
+ * QE_NO_ENTRY when the topic has no entry. */
+int broker_admin_examine(broker_t *b, const char *topic, bool from_latest, int64_t n,
+                         broker_admin_message_cb cb, void *arg);
+/* Binary search on publish time: the first readable entry published at or
+ * after ts_ms (inclusive), or after ts_ms (!inclusive); ML_POS_LATEST when
+ * there is none. */
+typedef void (*broker_admin_pos_cb)(int rc, ml_pos_t pos, void *arg);
+int broker_admin_find_by_time(broker_t *b, const char *topic, int64_t ts_ms, bool inclusive,
+                              broker_admin_pos_cb cb, void *arg);
+/* Resets subscription sub to the first entry published after ts_ms (the end
+ * when none), as Pulsar's resetcursor/{timestamp}. */
+int broker_admin_reset_cursor_time(broker_t *b, const char *topic, const char *sub, int64_t ts_ms,
+                                   broker_done_rc_cb cb, void *arg);
+/* Acknowledges the entries of subscription sub (NULL: of every subscription)
+ * published more than secs seconds ago (Pulsar's expireMessages). QE_BUSY
+ * when an expiry of that subscription is already running. */
+int broker_admin_expire(broker_t *b, const char *topic, const char *sub, int64_t secs,
+                        broker_done_rc_cb cb, void *arg);
+
+/* ------------------------------------------------ compaction (compaction.c) -- */
+
+/* Pulsar's LongRunningProcessStatus of a topic's last compaction. */
+enum {
+    BROKER_COMPACTION_NOT_RUN = 0,
+    BROKER_COMPACTION_RUNNING = 1,
+    BROKER_COMPACTION_SUCCESS = 2,
+    BROKER_COMPACTION_ERROR = 3,
+};
+/* Starts compacting a loaded persistent topic (cb-less: poll the status).
+ * QE_NOT_FOUND not loaded, QE_INVALID non-persistent, QE_EXISTS already
+ * running, QE_BUSY its compacted view is still loading (retry). */
+int broker_admin_compaction_trigger(broker_t *b, const char *topic);
+/* The last run's status and error text ("" when none) of a loaded topic. */
+int broker_admin_compaction_status(broker_t *b, const char *topic, int *status, char *err,
+                                   size_t err_len);
+/* The compacted ledger (-1 when never compacted), horizon and entries. */
+int broker_admin_compaction_info(broker_t *b, const char *topic, int64_t *ledger_id,
+                                 ml_pos_t *horizon, uint64_t *entries);
 
 #endif

@@ -25,6 +25,8 @@
 #include "common/hashmap.h"
 #include "server/broker.h"
 #include "server/codec/topic_name.h"
+#include "server/auth.h"
+#include "server/tls.h"
 #include "storage/managed/cursor.h"
 #include "storage/managed/managed_ledger.h"
 
@@ -57,6 +59,10 @@ struct broker {
     char service_url[256];
     qloop_mailbox_t *mailbox; /* defers callbacks so none runs inline */
     qmap_t *ns_policies;      /* namespace -> cached policies (ns_policies.c) */
+    struct schema_registry *schemas; /* schema registry cache (schema.c), made on first use */
+    /* periodic checks (maintenance.h): TTL, subscription expiry, backlog quotas */
+    ev_timer expiry_timer, sub_expiry_timer, quota_timer;
+    struct broker_security *sec; /* TLS listener, authentication, limits (security.c) */
 };
 
 /* A storage completion whose result nobody waits for (logged if an error). */
@@ -92,6 +98,7 @@ struct conn {
     size_t wq_head, wq_count, wq_cap;
     uint64_t wq_bytes;
     uint64_t pending_publish_bytes;
+    int publish_throttles; /* topics whose publish rate paused reads here (limits.c) */
     qmap64_t *producers;
     qmap64_t *consumers;
     char peer[64];
@@ -100,6 +107,9 @@ struct conn {
     bool is_java_client;
     bool supports_broker_entry_metadata;
     int64_t connected_since_ms;
+    conn_io_t io;                  /* the socket, plain or TLS (tls.h) */
+    char role[AUTH_ROLE_MAX];      /* authenticated role, "" when authentication is off */
+    struct conn_security *sec;     /* auth refresh, limits (conn_security.c) */
 };
 
 /* Queues bytes for the client; takes the caller's reference to buf. Returns 0,
@@ -152,6 +162,24 @@ struct topic {
     uint64_t msg_in, bytes_in, msg_out, bytes_out;
     int64_t last_publish_ms;
     int64_t non_persistent_seq; /* message ids of non-persistent topics */
+    struct topic_limits *limits; /* rate limits and quotas (limits.c); NULL until used */
+    /* producer access modes (producer_access.c) */
+    bool epoch_loaded, epoch_set;   /* producer_epoch read from the ledger / ever set */
+    producer_t *waiting_producers;  /* WaitForExclusive queue, via producer->wait_next */
+    bool promote_scheduled;
+    /* termination (termination.c) and deduplication (dedup.c) */
+    bool terminated;
+    ml_pos_t terminated_pos;
+    struct terminate_op *terminating; /* admin requests waiting for adds to drain */
+    uint32_t adds_pending;            /* persistent SENDs appended, not yet released */
+    struct dedup_state *dedup;        /* NULL unless deduplication is or was enabled */
+    /* backlog quotas (backlog_quota.c) */
+    int64_t quota_publish_check_ms;  /* last size check on publish */
+    ml_pos_t quota_oldest_pos;       /* oldest unacknowledged entry at the last age check */
+    int64_t quota_oldest_publish_ms; /* its publish time; 0 = unknown */
+    bool quota_reading;              /* the age check's read is in flight */
+    uint64_t quota_evictions_size, quota_evictions_time;
+    struct compaction_state *compaction; /* compacted view, runs (compaction.c); NULL until used */
 };
 
 /* Canonical full name of a client-given topic name; QE_INVALID if illegal. */
@@ -188,6 +216,14 @@ struct producer {
     int access_mode; /* Pulsar__Proto__ProducerAccessMode */
     bool ready;
     int64_t last_sequence_id;
+    bool has_schema_version; /* PRODUCER_SUCCESS.schema_version (schema.c) */
+    uint8_t schema_version[8];
+    /* access modes (producer_access.c) */
+    bool has_topic_epoch; /* the client named the topic epoch it last saw */
+    uint64_t topic_epoch;
+    bool waiting;          /* queued by WaitForExclusive; topic set, not in its list */
+    producer_t *wait_next;
+    uint64_t request_id; /* of the PRODUCER command, answered again when promoted */
 };
 
 void producer_handle_create(conn_t *c, const Pulsar__Proto__CommandProducer *cmd);
@@ -217,6 +253,10 @@ struct consumer {
     /* Key_Shared STICKY ranges, inclusive, in 0..65535 */
     int32_t (*ranges)[2];
     size_t ranges_count;
+    /* Key_Shared AUTO_SPLIT: this consumer's hash-ring points, computed on first
+     * use from name and consumer_id (which never change); owned, NULL until then
+     * (dispatcher.c ring_owner) */
+    uint32_t *ring_points;
     uint64_t msg_out, bytes_out;
     int64_t connected_since_ms;
     /* Key_Shared: a consumer that joined while others held unacknowledged
@@ -224,6 +264,8 @@ struct consumer {
      * position passes it (per-key order across joins). */
     ml_pos_t join_limit;
     bool has_join_limit;
+    bool blocked_on_unacked; /* max unacked messages reached (limits.c) */
+    bool end_of_topic_sent;  /* REACHED_END_OF_TOPIC sent (termination.c) */
 };
 
 struct subscription {
@@ -251,6 +293,16 @@ struct subscription {
     bool keep_without_consumers;
     ev_timer orphan_timer;
     bool closing; /* freed when the read in flight completes */
+    struct sub_limits *limits; /* dispatch rate state (limits.c); NULL until used */
+    /* subscription_properties and replicate_subscription_state of the SUBSCRIBE
+     * that created it, as JSON (subscription_meta.c); NULL: none given, or
+     * persisted in the managed ledger's properties (restored subscriptions) */
+    char *meta_json;
+    struct delayed_index *delayed; /* entries held until deliver_at_time (delayed.c) */
+    int64_t active_until_ms;       /* subscription expiry (expiry.c) */
+    bool expiring;                 /* a TTL/age search is running (expiry.c) */
+    uint64_t msg_expired;          /* entries expired by TTL or age eviction */
+    struct compaction_sub *compacted; /* read_compacted state (compaction.c); NULL: reads as is */
 };
 
 /* Packs a position into 64 bits for the broker's in-memory maps: ledger ids
@@ -289,6 +341,9 @@ void subscription_replay_remove(subscription_t *s, ml_pos_t pos);
 /* Drops replay entries the cursor has acknowledged meanwhile. */
 void subscription_replay_trim(subscription_t *s);
 void subscription_replay_clear(subscription_t *s);
+/* Key_Shared: counts one more entry of hash slot key_hash held in the replay
+ * set (delayed.c adds released entries to the set directly). */
+void subscription_replay_count_key(subscription_t *s, uint32_t key_hash);
 /* Opens the persisted durable subscription `name` of a topic being loaded, so
  * it exists (stats, backlog, trimming) before any consumer comes back. */
 int subscription_restore(topic_t *t, const char *name);

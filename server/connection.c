@@ -38,6 +38,8 @@
 #include "common/log.h"
 #include "server/broker_int.h"
 #include "server/codec/frame.h"
+#include "server/schema_int.h"
+#include "server/conn_security.h"
 
 #define CONN_WQ_MAX_BYTES (256u << 20)
 #define CONN_RBUF_INITIAL (64u << 10)
@@ -112,7 +114,8 @@ void conn_close(conn_t *c, const char *why)
     ev_io_stop(b->loop, &c->read_watcher);
     ev_io_stop(b->loop, &c->write_watcher);
     ev_timer_stop(b->loop, &c->keepalive_timer);
-    close(c->fd);
+    conn_security_closed(c); /* conn_security.c: limits, refresh timer */
+    conn_io_close(&c->io);
     c->fd = -1;
 
     /* Producers and consumers go first: their topics must not send here. */
@@ -145,7 +148,7 @@ void broker_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         struct sockaddr_in peer;
         socklen_t len = sizeof peer;
         int fd =
-            accept4(b->listen_fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            accept4(w->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EINTR)
                 log_warn("broker", "accept: %s", strerror(errno));
@@ -158,11 +161,22 @@ void broker_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             close(fd);
             continue;
         }
+        bool tls = false; /* conn_security.c: per-IP and pending-handshake bounds */
+        if (!conn_security_admit(b, w, &peer, &tls)) {
+            close(fd);
+            continue;
+        }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         conn_t *c = conn_new(b, fd, &peer);
         if (!c) {
             close(fd);
+            continue;
+        }
+        if (conn_security_accept(c, fd, tls, &peer) < 0) { /* plain or TLS transport */
+            close(fd);
+            c->state = CONN_CLOSED;
+            conn_unref(c);
             continue;
         }
         c->next = b->conns;
@@ -210,7 +224,7 @@ static int conn_flush(conn_t *c)
             iov[n].iov_base = it->buf->data + it->off;
             iov[n].iov_len = it->len;
         }
-        ssize_t w = writev(c->fd, iov, n);
+        ssize_t w = conn_io_writev(&c->io, iov, n);
         if (w < 0) {
             if (errno == EAGAIN || errno == EINTR)
                 break;
@@ -333,7 +347,8 @@ void conn_pause_reads(conn_t *c)
 
 void conn_resume_reads(conn_t *c)
 {
-    if (c->reads_paused && c->state != CONN_CLOSED) {
+    /* A topic's publish rate (limits.c) keeps it paused until it resumes it. */
+    if (c->reads_paused && c->state != CONN_CLOSED && c->publish_throttles == 0) {
         c->reads_paused = false;
         ev_io_start(c->broker->loop, &c->read_watcher);
         /* Frames may already wait in rbuf. */
@@ -349,6 +364,8 @@ static void handle_connect(conn_t *c, const Pulsar__Proto__CommandConnect *cmd)
         conn_close(c, "CONNECT received twice");
         return;
     }
+    if (conn_security_connect(c, cmd) < 0) /* authentication (conn_security.c) */
+        return;
     snprintf(c->client_version, sizeof c->client_version, "%s",
              cmd->client_version ? cmd->client_version : "");
     int pv = cmd->has_protocol_version ? cmd->protocol_version : 0;
@@ -426,6 +443,8 @@ static void handle_command(conn_t *c, const frame_t *f)
             conn_close(c, "first command is not CONNECT");
         return;
     }
+    if (conn_security_intercept(c, cmd)) /* authorization, AUTH_RESPONSE, limits */
+        return;
 #define NEED(field)                                                                                \
     do {                                                                                           \
         if (!cmd->field) {                                                                         \
@@ -495,6 +514,14 @@ static void handle_command(conn_t *c, const frame_t *f)
     case PULSAR__PROTO__BASE_COMMAND__TYPE__GET_LAST_MESSAGE_ID:
         NEED(getlastmessageid);
         consumer_handle_get_last_message_id(c, cmd->getlastmessageid);
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__GET_SCHEMA:
+        NEED(getschema);
+        schema_handle_get_schema(c, cmd->getschema); /* schema.c */
+        break;
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__GET_OR_CREATE_SCHEMA:
+        NEED(getorcreateschema);
+        schema_handle_get_or_create_schema(c, cmd->getorcreateschema);
         break;
     case PULSAR__PROTO__BASE_COMMAND__TYPE__CONNECT:
         conn_close(c, "CONNECT received twice");
@@ -589,7 +616,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
             conn_close(c, "read buffer limit");
             break;
         }
-        ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+        ssize_t n = conn_io_read(&c->io, c->rbuf + c->rlen, c->rcap - c->rlen);
         if (n == 0) {
             conn_close(c, "closed by the client");
             break;
@@ -606,5 +633,8 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         if ((size_t)n < c->rcap - (c->rlen - (size_t)n) && c->rlen == 0)
             break;
     }
+    /* TLS: decrypted bytes may wait in OpenSSL with nothing left on the socket. */
+    if (c->state != CONN_CLOSED && !c->reads_paused && conn_io_pending(&c->io))
+        ev_feed_event(c->broker->loop, &c->read_watcher, EV_READ);
     conn_unref(c);
 }

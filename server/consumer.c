@@ -26,6 +26,10 @@
 #include "server/broker_int.h"
 #include "server/codec/commands.h"
 #include "server/codec/frame.h"
+#include "server/compaction.h"
+#include "server/limits_int.h"
+#include "server/schema_int.h"
+#include "server/subscription_meta.h"
 
 typedef struct subscribe_ctx {
     conn_t *conn; /* one reference */
@@ -37,6 +41,8 @@ typedef struct subscribe_ctx {
     int initial_position;
     ml_pos_t start;
     int key_shared_mode;
+    char *meta; /* subscription_properties etc. as JSON (subscription_meta.c) */
+    bool read_compacted;        /* the consumer reads the compacted view (compaction.c) */
     struct subscribe_ctx *next; /* waiting on an opening subscription */
 } subscribe_ctx_t;
 
@@ -53,6 +59,7 @@ static void subscribe_ctx_free(subscribe_ctx_t *ctx)
 {
     conn_unref(ctx->conn);
     free(ctx->subscription);
+    free(ctx->meta);
     free(ctx);
 }
 
@@ -66,6 +73,7 @@ static void consumer_free(consumer_t *cons)
 {
     qmap64_free(cons->unacked);
     free(cons->ranges);
+    free(cons->ring_points);
     free(cons->name);
     free(cons);
 }
@@ -132,6 +140,8 @@ static bool ranges_overlap(const consumer_t *a, const consumer_t *b)
 static int subscription_admit(subscription_t *s, consumer_t *cons, int type, pb_error_t *err,
                               const char **why)
 {
+    if (limits_admit_consumer(s, err, why) < 0)
+        return -1;
     if (s->consumers_count > 0 && s->type != type) {
         *err = PULSAR__PROTO__SERVER_ERROR__ConsumerBusy;
         *why = "Subscription is of different type";
@@ -202,6 +212,7 @@ static void subscribe_attach(subscribe_ctx_t *ctx, subscription_t *s)
         s->keep_without_consumers = false;
         ev_timer_stop(c->broker->loop, &s->orphan_timer);
     }
+    compaction_sub_attach(s, ctx->read_compacted); /* compaction.c */
     conn_send_success(c, ctx->request_id);
     log_info("consumer", "%s: consumer %s joined %s / %s (type %d)", c->peer, cons->name,
              s->topic->name, s->name, s->type);
@@ -319,6 +330,8 @@ static void subscribe_topic_ready(int rc, topic_t *t, void *arg)
         subscribe_fail(ctx, PULSAR__PROTO__SERVER_ERROR__ServiceNotReady, "out of memory");
         return;
     }
+    subscription_meta_attach(s, ctx->meta); /* takes it */
+    ctx->meta = NULL;
     if (!t->ml) { /* non-persistent: no cursor */
         subscribe_attach(ctx, s);
         return;
@@ -461,9 +474,11 @@ void consumer_handle_subscribe(conn_t *c, const Pulsar__Proto__CommandSubscribe 
     ctx->start = start_position(cmd->start_message_id);
     ctx->key_shared_mode = cmd->keysharedmeta ? (int)cmd->keysharedmeta->keysharedmode
                                               : PULSAR__PROTO__KEY_SHARED_MODE__AUTO_SPLIT;
+    ctx->meta = subscription_meta_from_subscribe(cmd);
+    ctx->read_compacted = cmd->has_read_compacted && cmd->read_compacted;
     conn_ref(c);
     bool create = !cmd->has_force_topic_creation || cmd->force_topic_creation;
-    rc = broker_topic_get(c->broker, full, create, subscribe_topic_ready, ctx);
+    rc = schema_consumer_topic_get(c, full, create, cmd, subscribe_topic_ready, ctx); /* schema.c */
     if (rc < 0)
         subscribe_fail(ctx, broker_server_error(rc), q_strerror(rc));
 }
@@ -731,6 +746,7 @@ void consumer_handle_unsubscribe(conn_t *c, const Pulsar__Proto__CommandUnsubscr
     }
     *u = (unsub_ctx_t){c, cmd->request_id};
     conn_ref(c);
+    subscription_meta_forget(t, name);
     int rc = ml_cursor_delete(t->ml, name, unsubscribe_done, u);
     free(name);
     if (rc < 0)

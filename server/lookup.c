@@ -20,6 +20,7 @@
 #include "server/broker_int.h"
 #include "server/codec/commands.h"
 #include "server/partitions.h"
+#include "server/broker_security.h"
 
 static void send_or_log(conn_t *c, int rc, qbuf_t *buf)
 {
@@ -42,7 +43,7 @@ void lookup_handle_lookup(conn_t *c, const Pulsar__Proto__CommandLookupTopic *cm
     else
         rc = cmd_encode_lookup_response(
             cmd->request_id, PULSAR__PROTO__COMMAND_LOOKUP_TOPIC_RESPONSE__LOOKUP_TYPE__Connect,
-            c->broker->service_url, NULL, true, &buf);
+            c->broker->service_url, broker_service_url_tls(c->broker), true, &buf);
     send_or_log(c, rc, buf);
 }
 

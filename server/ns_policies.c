@@ -46,7 +46,11 @@ void ns_policies_defaults(ns_policies_t *p)
     p->max_consumers_per_topic = -1;
     p->max_consumers_per_subscription = -1;
     p->max_unacked_messages_per_consumer = -1;
+    p->max_unacked_messages_per_subscription = -1;
     p->max_topics_per_namespace = -1;
+    p->subscription_expiration_min = -1;
+    p->compaction_threshold = -1;
+    p->allow_auto_update_schema = 1;
 }
 
 static int64_t json_int_or(const json_t *obj, const char *key, int64_t def)
@@ -127,11 +131,21 @@ int ns_policies_parse(const char *text, size_t len, const char *cluster, ns_poli
     out->max_consumers_per_subscription = json_int_or(doc, "max_consumers_per_subscription", -1);
     out->max_unacked_messages_per_consumer =
         json_int_or(doc, "max_unacked_messages_per_consumer", -1);
+    out->max_unacked_messages_per_subscription =
+        json_int_or(doc, "max_unacked_messages_per_subscription", -1);
     out->max_topics_per_namespace = json_int_or(doc, "max_topics_per_namespace", -1);
+    out->compaction_threshold = json_int_or(doc, "compaction_threshold", -1);
+    out->subscription_expiration_min =
+        json_int_or(doc, "subscription_expiration_time_minutes", -1);
     const char *sc = json_string_value(json_object_get(doc, "schema_compatibility_strategy"));
     if (sc && strcmp(sc, "UNDEFINED") != 0)
         snprintf(out->schema_compatibility_strategy, sizeof out->schema_compatibility_strategy,
                  "%s", sc);
+    out->allow_auto_update_schema =
+        json_is_false(json_object_get(doc, "is_allow_auto_update_schema")) ? 0 : 1;
+    out->schema_validation_enforced =
+        json_is_true(json_object_get(doc, "schema_validation_enforced")) ? 1 : 0;
+    ns_policies_parse_auth(doc, out); /* authz.c */
     json_decref(doc);
     return 0;
 }

@@ -42,6 +42,15 @@ typedef struct ns_rate {
     bool relative_to_publish_rate;
 } ns_rate_t;
 
+/* One role's namespace grant (auth_policies.namespace_auth), see authz.h. */
+#define NS_AUTH_GRANTS_MAX 64
+enum { NS_AUTH_PRODUCE = 1, NS_AUTH_CONSUME = 2, NS_AUTH_FUNCTIONS = 4, NS_AUTH_SOURCES = 8,
+       NS_AUTH_SINKS = 16, NS_AUTH_PACKAGES = 32 };
+typedef struct ns_auth_grant {
+    char role[128];
+    uint8_t actions; /* NS_AUTH_* */
+} ns_auth_grant_t;
+
 typedef struct ns_policies {
     bool loaded; /* false: the document was not read yet (or does not exist) */
     bool has_retention;
@@ -59,8 +68,17 @@ typedef struct ns_policies {
     int64_t max_consumers_per_topic;           /* -1 unset */
     int64_t max_consumers_per_subscription;    /* -1 unset */
     int64_t max_unacked_messages_per_consumer; /* -1 unset */
+    int64_t max_unacked_messages_per_subscription; /* -1 unset */
     int64_t max_topics_per_namespace;          /* -1 unset */
+    int64_t subscription_expiration_min;       /* -1 unset (expiry.c) */
+    int64_t compaction_threshold;              /* bytes; -1 unset, 0 off (compaction.c) */
     char schema_compatibility_strategy[48];    /* "" = unset */
+    int allow_auto_update_schema;              /* is_allow_auto_update_schema: 1 (default), 0 */
+    int schema_validation_enforced;            /* schema_validation_enforced: 0 (default), 1 */
+    /* auth_policies.namespace_auth: roles granted produce/consume (authz.c) */
+    uint32_t auth_grants_count;
+    bool auth_grants_truncated; /* more than NS_AUTH_GRANTS_MAX: the rest are ignored */
+    ns_auth_grant_t auth_grants[NS_AUTH_GRANTS_MAX];
 } ns_policies_t;
 
 /* The cached policies of namespace "tenant/ns" (defaults while not loaded;
@@ -74,6 +92,10 @@ int broker_ns_policies_load(broker_t *b, const char *ns, ns_policies_cb cb, void
 /* Parses a Policies document (JSON text) for this cluster. 0 or QE_CORRUPT. */
 int ns_policies_parse(const char *json, size_t len, const char *cluster, ns_policies_t *out);
 void ns_policies_defaults(ns_policies_t *p);
+
+/* Fills out->auth_grants from the document's auth_policies (authz.c). */
+struct json_t;
+void ns_policies_parse_auth(const struct json_t *doc, ns_policies_t *out);
 
 /* Frees the cache (broker_free). */
 void broker_ns_policies_free(broker_t *b);

@@ -110,8 +110,9 @@ static void base_checked(int rc, const void *value, size_t len, const md_stat_t 
     char path[3 * TOPIC_NAME_MAX + 64], body[64];
     partitions_path(&ctx->tn, path, sizeof path);
     int n = snprintf(body, sizeof body, "{\"partitions\":%d}", ctx->partitions);
-    rc =
-        md_put(ctx->broker->md, path, body, (size_t)n, MD_VERSION_NEW, NULL, metadata_written, ctx);
+    /* Its partitions count against the namespace's topic quota (limits.c). */
+    rc = broker_topic_quota_put(ctx->broker, &ctx->tn, ctx->partitions, path, body, (size_t)n,
+                                metadata_written, ctx);
     if (rc < 0) {
         ctx->rc = rc;
         create_finish(ctx);

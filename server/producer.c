@@ -24,6 +24,11 @@
 #include "common/log.h"
 #include "server/broker_int.h"
 #include "server/codec/frame.h"
+#include "server/dedup.h"
+#include "server/limits_int.h"
+#include "server/maintenance.h"
+#include "server/producer_access.h"
+#include "server/schema_int.h"
 
 typedef struct send_ctx {
     conn_t *conn; /* one reference */
@@ -33,6 +38,7 @@ typedef struct send_ctx {
     uint32_t bytes;
     int32_t num_messages;
     topic_t *topic;
+    char *dedup_name; /* producer name while deduplication tracks this send (dedup.c) */
 } send_ctx_t;
 
 typedef struct create_ctx {
@@ -49,76 +55,38 @@ static void producer_free(producer_t *p)
 
 void producer_destroy(producer_t *p)
 {
-    if (p->topic)
+    topic_t *t = p->topic;
+    if (p->waiting)
+        producer_access_unqueue(p);
+    else if (p->topic)
         topic_remove_producer(p->topic, p);
     qmap64_remove(p->conn->producers, p->producer_id);
     /* Sends in flight find their producer by id, never by pointer. */
     producer_free(p);
+    if (t)
+        producer_access_removed(t); /* a WaitForExclusive producer may go now */
 }
 
-static void send_producer_success(conn_t *c, producer_t *p, uint64_t request_id)
+void producer_send_success(conn_t *c, producer_t *p, uint64_t request_id)
 {
     Pulsar__Proto__CommandProducerSuccess ok = PULSAR__PROTO__COMMAND_PRODUCER_SUCCESS__INIT;
     ok.request_id = request_id;
     ok.producer_name = p->name;
     ok.has_last_sequence_id = true;
-    ok.last_sequence_id = p->last_sequence_id;
+    ok.last_sequence_id = p->topic ? dedup_last_sequence_id(p->topic, p->name) : -1;
     /* Java clients read schema_version unconditionally: a topic without a
      * schema answers an empty version, as Pulsar's SchemaVersion.Empty. */
     ok.has_schema_version = true;
-    ok.schema_version.len = 0;
-    ok.schema_version.data = NULL;
+    ok.schema_version.len = p->has_schema_version ? sizeof p->schema_version : 0; /* schema.c */
+    ok.schema_version.data = p->has_schema_version ? p->schema_version : NULL;
     ok.has_producer_ready = true;
-    ok.producer_ready = true;
-    ok.has_topic_epoch = p->access_mode != PULSAR__PROTO__PRODUCER_ACCESS_MODE__Shared;
-    ok.topic_epoch = p->topic ? p->topic->producer_epoch : 0;
+    ok.producer_ready = !p->waiting; /* WaitForExclusive: queued (producer_access.c) */
+    ok.has_topic_epoch = !p->waiting && p->topic && p->topic->epoch_set;
+    ok.topic_epoch = ok.has_topic_epoch ? p->topic->producer_epoch : 0;
     pb_command_t cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
     cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__PRODUCER_SUCCESS;
     cmd.producer_success = &ok;
     conn_send_command(c, &cmd);
-}
-
-/* Pulsar's access modes: may p join topic t now? Returns 0, or the error for the
- * client (ProducerBusy / ProducerFenced). ExclusiveWithFencing evicts others. */
-static int access_mode_admit(topic_t *t, producer_t *p, pb_error_t *err, const char **why)
-{
-    int mode = p->access_mode;
-    bool has_exclusive = false;
-    for (producer_t *q = t->producers; q; q = q->topic_next)
-        if (q->access_mode != PULSAR__PROTO__PRODUCER_ACCESS_MODE__Shared)
-            has_exclusive = true;
-    if (mode == PULSAR__PROTO__PRODUCER_ACCESS_MODE__Shared) {
-        if (has_exclusive) {
-            *err = PULSAR__PROTO__SERVER_ERROR__ProducerBusy;
-            *why = "topic has an exclusive producer";
-            return -1;
-        }
-        return 0;
-    }
-    if (mode == PULSAR__PROTO__PRODUCER_ACCESS_MODE__ExclusiveWithFencing) {
-        while (t->producers) {
-            producer_t *q = t->producers;
-            Pulsar__Proto__CommandCloseProducer cp = PULSAR__PROTO__COMMAND_CLOSE_PRODUCER__INIT;
-            cp.producer_id = q->producer_id;
-            pb_command_t cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
-            cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__CLOSE_PRODUCER;
-            cmd.close_producer = &cp;
-            conn_send_command(q->conn, &cmd);
-            producer_destroy(q);
-        }
-        t->producer_epoch++;
-        return 0;
-    }
-    if (t->producers_count > 0) {
-        /* Exclusive and WaitForExclusive: the client retries WaitForExclusive. */
-        *err = mode == PULSAR__PROTO__PRODUCER_ACCESS_MODE__Exclusive
-                   ? PULSAR__PROTO__SERVER_ERROR__ProducerFenced
-                   : PULSAR__PROTO__SERVER_ERROR__ProducerBusy;
-        *why = "topic already has producers";
-        return -1;
-    }
-    t->producer_epoch++;
-    return 0;
 }
 
 static void topic_add_producer(topic_t *t, producer_t *p)
@@ -157,15 +125,20 @@ static void producer_topic_ready(int rc, topic_t *t, void *arg)
     }
     pb_error_t err;
     const char *why;
-    if (access_mode_admit(t, p, &err, &why) < 0) {
+    int access = 0;
+    if (limits_admit_producer(t, &err, &why) < 0 ||
+        backlog_quota_admit_producer(t, &err, &why) < 0 ||
+        (access = producer_access_admit(t, p, ctx->request_id, &err, &why)) < 0) {
         qmap64_remove(c->producers, ctx->producer_id);
         conn_send_error(c, ctx->request_id, err, why);
         producer_free(p);
         goto out;
     }
+    if (access > 0)
+        goto out; /* WaitForExclusive: queued, answered producer_ready=false */
     topic_add_producer(t, p);
     p->ready = true;
-    send_producer_success(c, p, ctx->request_id);
+    producer_send_success(c, p, ctx->request_id);
     log_info("producer", "%s: producer %s on %s", c->peer, p->name, t->name);
 out:
     conn_unref(c);
@@ -177,7 +150,7 @@ void producer_handle_create(conn_t *c, const Pulsar__Proto__CommandProducer *cmd
     producer_t *existing = qmap64_get(c->producers, cmd->producer_id);
     if (existing) {
         if (existing->ready)
-            send_producer_success(c, existing, cmd->request_id);
+            producer_send_success(c, existing, cmd->request_id);
         else
             conn_send_error(c, cmd->request_id, PULSAR__PROTO__SERVER_ERROR__ServiceNotReady,
                             "Producer is being created");
@@ -212,12 +185,14 @@ void producer_handle_create(conn_t *c, const Pulsar__Proto__CommandProducer *cmd
     p->epoch = cmd->has_epoch ? cmd->epoch : 0;
     p->access_mode = cmd->has_producer_access_mode ? (int)cmd->producer_access_mode
                                                    : PULSAR__PROTO__PRODUCER_ACCESS_MODE__Shared;
+    p->has_topic_epoch = cmd->has_topic_epoch;
+    p->topic_epoch = cmd->topic_epoch;
     p->last_sequence_id = -1;
     ctx->conn = c;
     ctx->producer_id = cmd->producer_id;
     ctx->request_id = cmd->request_id;
     conn_ref(c);
-    rc = broker_topic_get(c->broker, full, true, producer_topic_ready, ctx);
+    rc = schema_producer_topic_get(c, full, cmd, producer_topic_ready, ctx); /* schema.c */
     if (rc < 0) {
         qmap64_remove(c->producers, cmd->producer_id);
         producer_free(p);
@@ -252,6 +227,7 @@ static void send_release(send_ctx_t *s)
     c->pending_publish_bytes -= s->bytes;
     if (c->reads_paused && c->pending_publish_bytes < c->broker->cfg.max_pending_publish_bytes / 2)
         conn_resume_reads(c);
+    broker_send_released(s->topic, s->dedup_name);
     s->topic->busy--;
     conn_unref(c);
     free(s);
@@ -265,6 +241,7 @@ static void send_add_done(int rc, ml_pos_t pos, void *arg)
     if (rc < 0) {
         log_error("producer", "%s: append to %s failed: %s", c->peer, s->topic->name,
                   q_strerror(rc));
+        broker_send_failed(s->topic);
         if (c->state != CONN_CLOSED)
             conn_close(c, "append failed; the client will resend");
     } else if (p && c->state != CONN_CLOSED) {
@@ -273,8 +250,10 @@ static void send_add_done(int rc, ml_pos_t pos, void *arg)
         send_receipt(c, s, pos.ledger_id, pos.entry_id);
     }
     if (rc >= 0) {
+        broker_send_persisted(s->topic, s->dedup_name, s->highest_sequence_id, pos);
         s->topic->msg_in += (uint64_t)s->num_messages;
         s->topic->bytes_in += s->bytes;
+        backlog_quota_on_publish(s->topic); /* may disconnect producers */
     }
     send_release(s);
 }
@@ -314,6 +293,12 @@ void producer_handle_send(conn_t *c, const Pulsar__Proto__CommandSend *cmd, cons
         conn_close(c, "out of memory for a message");
         return;
     }
+    char *dedup_name = NULL;
+    if (broker_send_gate(c, p, cmd, stored, stored_len, &dedup_name) != 0) {
+        free(s); /* answered: a duplicate, in doubt, or the topic terminated (dedup.c) */
+        qbuf_unref(entry);
+        return;
+    }
     *s = (send_ctx_t){.conn = c,
                       .producer_id = cmd->producer_id,
                       .sequence_id = cmd->sequence_id,
@@ -323,12 +308,14 @@ void producer_handle_send(conn_t *c, const Pulsar__Proto__CommandSend *cmd, cons
                                                  : cmd->sequence_id,
                       .bytes = (uint32_t)stored_len,
                       .num_messages = cmd->has_num_messages ? cmd->num_messages : 1,
-                      .topic = t};
+                      .topic = t,
+                      .dedup_name = dedup_name};
     conn_ref(c);
     t->busy++;
     c->pending_publish_bytes += stored_len;
     if (c->pending_publish_bytes > c->broker->cfg.max_pending_publish_bytes)
         conn_pause_reads(c);
+    limits_on_publish(t, c, s->num_messages, (int64_t)stored_len); /* may pause reads */
     t->last_publish_ms = 0;
     if (!t->ml) {
         topic_publish_non_persistent(t, entry, s->num_messages);

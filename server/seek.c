@@ -20,6 +20,7 @@
 
 #include "common/errors.h"
 #include "common/log.h"
+#include "server/compaction.h"
 #include "server/broker_int.h"
 #include "server/codec/commands.h"
 #include "server/codec/frame.h"
@@ -295,6 +296,11 @@ void consumer_handle_get_last_message_id(conn_t *c,
     conn_ref(c);
     t->busy++;
     ml_pos_t last = t->ml ? ml_last_confirmed(t->ml) : (ml_pos_t){-1, -1};
+    int32_t compacted_index;
+    if (compaction_last_message_id(cons->sub, &last, &compacted_index)) {
+        last_id_reply(ctx, last, compacted_index); /* the compacted view's last (compaction.c) */
+        return;
+    }
     if (last.entry_id < 0) {
         last_id_reply(ctx, (ml_pos_t){-1, -1}, -1);
         return;

@@ -23,7 +23,11 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "server/broker_int.h"
+#include "server/compaction.h"
+#include "server/dedup.h"
+#include "server/limits_int.h"
 #include "server/ns_policies.h"
+#include "server/termination.h"
 
 typedef struct defer_topic {
     topic_ready_cb cb;
@@ -58,6 +62,8 @@ static int topic_answer_later(topic_t *t, int rc, topic_ready_cb cb, void *arg)
 static void topic_free(topic_t *t)
 {
     assert(t->producers == NULL);
+    limits_topic_free(t);
+    compaction_topic_free(t);
     if (t->subscriptions) {
         qmap_iter_t it = {0};
         void *v;
@@ -131,6 +137,10 @@ static void topic_ml_opened(int rc, managed_ledger_t *ml, void *arg)
         t->ml = ml;
         ml_set_added_listener(ml, topic_ml_added, t);
         topic_restore_subscriptions(t);
+        termination_topic_load(t);
+        compaction_topic_load(t); /* compacted view, automatic compaction */
+        if (dedup_topic_load(t, topic_load_finish) == 0)
+            return; /* dedup.c finishes the load once its state is recovered */
     }
     topic_load_finish(t, rc);
 }
@@ -147,6 +157,8 @@ void topic_ml_config(const topic_t *t, const ns_policies_t *p, ml_config_t *out)
 
 void topic_policies_changed(topic_t *t, const ns_policies_t *p)
 {
+    limits_topic_policies_changed(t, p); /* rates and quotas, at once */
+    dedup_policies_changed(t, p);        /* deduplicationEnabled */
     if (!t->ml)
         return;
     ml_config_t mc;
@@ -244,7 +256,8 @@ static void topic_registry_checked(int rc, const void *value, size_t len, const 
     topic_name_parse(t->name, &tn);
     topic_registry_path(&tn, path, sizeof path);
     t->busy++;
-    rc = md_put(t->broker->md, path, "{}", 2, MD_VERSION_NEW, NULL, topic_registered, t);
+    /* Auto-creation counts against the namespace's topic quota. */
+    rc = broker_topic_quota_put(t->broker, &tn, 1, path, "{}", 2, topic_registered, t);
     if (rc < 0) {
         t->busy--;
         topic_load_finish(t, rc);

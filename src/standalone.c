@@ -27,6 +27,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "server/broker.h"
+#include "server/broker_security.h"
 #include "src/services.h"
 #include "storage/bookie/bookie.h"
 #include "storage/ledger/bookie_client.h"
@@ -252,6 +253,8 @@ int quire_standalone_main(int argc, char **argv)
     rc = sa_open_storage(&sa, &bcfg);
     if (rc == 0)
         rc = broker_new(sa.loop, &bcfg, sa.md, sa.mlf, &sa.broker);
+    if (rc == 0 && (rc = broker_security_configure(sa.broker, sa.conf, err, sizeof err)) < 0)
+        fprintf(stderr, "quire: configuration: %s\n", err); /* TLS, authentication, limits */
     if (rc == 0)
         rc = broker_listen(sa.broker);
     if (rc == 0)

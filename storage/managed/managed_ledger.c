@@ -92,6 +92,11 @@ int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
     return 0;
 }
 
+ledger_client_t *ml_factory_ledger_client(ml_factory_t *f)
+{
+    return f->lc;
+}
+
 void ml_factory_free(ml_factory_t *f)
 {
     if (!f)

@@ -78,6 +78,9 @@ int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
                    uint64_t cache_bytes_max, ml_factory_t **out);
 /* All managed ledgers must be closed first. */
 void ml_factory_free(ml_factory_t *f);
+/* The ledger client the factory writes with (borrowed): for ledgers a user of
+ * the managed ledger keeps beside it, such as a topic's compacted ledger. */
+ledger_client_t *ml_factory_ledger_client(ml_factory_t *f);
 
 typedef void (*ml_open_cb)(int rc, managed_ledger_t *ml, void *arg);
 typedef void (*ml_add_cb)(int rc, ml_pos_t pos, void *arg);

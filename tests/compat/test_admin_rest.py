@@ -163,3 +163,188 @@ def test_broker_endpoints(web):
     assert len(web.get("/admin/v2/brokers/standalone").json()) == 1
     conf = web.get("/admin/v2/brokers/configuration/runtime").json()
     assert "brokerServicePort" in conf
+
+
+# --------------------------------------------------------------------------------------
+# Issue 5: statuses and error bodies, bad input, message-finding routes, slow and many
+# clients. Every refusal must be a clear status with a JSON {"reason": ...}.
+
+def _reason(r, status):
+    assert r.status_code == status, f"{r.status_code} {r.text[:300]}"
+    assert r.headers.get("Content-Type", "").startswith("application/json"), r.headers
+    reason = r.json()["reason"]
+    assert isinstance(reason, str) and reason
+    return reason
+
+
+def test_not_found_conflict_precondition_reasons(quire, web, tenant):
+    ns = f"{tenant}/ns"
+    # 404: unknown tenant / namespace / topic / subscription
+    assert "does not exist" in _reason(web.get(f"/admin/v2/tenants/nope-{_u()}"), 404).lower()
+    _reason(web.put(f"/admin/v2/namespaces/nope-{_u()}/ns"), 404)
+    _reason(web.get(f"/admin/v2/namespaces/{tenant}/nope/retention"), 404)
+    _reason(web.put(f"/admin/v2/persistent/{tenant}/nope/t"), 404)
+    assert "not found" in _reason(web.get(f"/admin/v2/persistent/public/default/nope-{_u()}/stats"), 404)
+    assert web.put(f"/admin/v2/namespaces/{ns}").status_code == 204
+    assert web.put(f"/admin/v2/persistent/{ns}/t").status_code == 204
+    assert "not found" in _reason(
+        web.post(f"/admin/v2/persistent/{ns}/t/subscription/nosub/skip_all"), 404).lower()
+    _reason(web.post(f"/admin/v2/persistent/{ns}/t/subscription/nosub/expireMessages/10"), 404)
+    _reason(web.post(f"/admin/v2/persistent/{ns}/t/subscription/nosub/resetcursor/0"), 404)
+    # 409: exists, not empty
+    assert "already exists" in _reason(web.put(f"/admin/v2/tenants/{tenant}", json={}), 409)
+    _reason(web.put(f"/admin/v2/namespaces/{ns}"), 409)
+    assert "already exists" in _reason(web.put(f"/admin/v2/persistent/{ns}/t"), 409)
+    _reason(web.delete(f"/admin/v2/tenants/{tenant}"), 409)
+    assert "not empty" in _reason(web.delete(f"/admin/v2/namespaces/{ns}"), 409).lower()
+    # 412: invalid names, unknown cluster, active producers
+    assert _reason(web.put(f"/admin/v2/tenants/bad%20name", json={}), 412) == "Tenant name is not valid"
+    _reason(web.put(f"/admin/v2/tenants/t-{_u()}", json={"allowedClusters": ["no-such"]}), 412)
+    topic = f"persistent://{ns}/busy"
+    c = pulsar.Client(quire.service_url)
+    try:
+        p = c.create_producer(topic)
+        assert "active" in _reason(web.delete(f"/admin/v2/persistent/{ns}/busy"), 412)
+        p.close()
+    finally:
+        c.close()
+    assert web.delete(f"/admin/v2/persistent/{ns}/busy").status_code == 204
+    assert web.delete(f"/admin/v2/persistent/{ns}/t").status_code == 204
+    assert web.delete(f"/admin/v2/namespaces/{ns}").status_code == 204
+
+
+def test_malformed_and_mistyped_bodies(web, tenant):
+    ns = f"{tenant}/ns"
+    assert web.put(f"/admin/v2/namespaces/{ns}").status_code == 204
+    hdr = {"Content-Type": "application/json"}
+    for path in (f"/admin/v2/tenants/t-{_u()}", f"/admin/v2/namespaces/{ns}/retention",
+                 f"/admin/v2/namespaces/{ns}/messageTTL", f"/admin/v2/persistent/{ns}/p/partitions"):
+        method = web.put if path.startswith("/admin/v2/tenants") or path.endswith("partitions") else web.post
+        for bad in ("{not json", "[1,", "\x00\x01", '{"a":1}}', "nul"):
+            r = method(path, data=bad.encode(), headers=hdr)
+            _reason(r, 400)
+    # well-formed JSON of the wrong type or shape
+    cases = [
+        (web.put, f"/admin/v2/tenants/t-{_u()}", {"allowedClusters": "standalone"}),
+        (web.put, f"/admin/v2/tenants/t-{_u()}", {"adminRoles": [1, 2]}),
+        (web.put, f"/admin/v2/tenants/t-{_u()}", [1, 2, 3]),
+        (web.post, f"/admin/v2/namespaces/{ns}/retention", {"retentionTimeInMinutes": "60"}),
+        (web.post, f"/admin/v2/namespaces/{ns}/retention", [60, 100]),
+        (web.post, f"/admin/v2/namespaces/{ns}/messageTTL", "60"),
+        (web.post, f"/admin/v2/namespaces/{ns}/messageTTL", 1.5),
+        (web.post, f"/admin/v2/namespaces/{ns}/deduplication", "yes"),
+        (web.post, f"/admin/v2/namespaces/{ns}/maxProducersPerTopic", {"n": 1}),
+        (web.put, f"/admin/v2/persistent/{ns}/p/partitions", "two"),
+        (web.put, f"/admin/v2/persistent/{ns}/p/partitions", [2]),
+    ]
+    for method, path, body in cases:
+        _reason(method(path, json=body), 400)
+    # well-formed values Pulsar refuses
+    _reason(web.post(f"/admin/v2/namespaces/{ns}/messageTTL", json=-5), 412)
+    assert web.put(f"/admin/v2/persistent/{ns}/p/partitions", json=0).status_code == 406
+    # nothing was stored by the refused requests
+    assert web.get(f"/admin/v2/namespaces/{ns}/retention").status_code in (200, 204)
+    assert "retention_policies" not in web.get(f"/admin/v2/namespaces/{ns}").json()
+    assert web.delete(f"/admin/v2/namespaces/{ns}").status_code == 204
+
+
+@pytest.mark.parametrize("name,status", [
+    ("%2E%2E", 412), ("%2E", 412), ("a" * 256, 412), ("t%C3%A9", 412), ("%E2%98%83", 412),
+    ("a%2Fb", 412), ("a%20b", 412), ("a%00b", 400), ("%ZZ", 400),
+])
+def test_invalid_tenant_names(web, name, status):
+    r = web.put(f"/admin/v2/tenants/{name}", json={"adminRoles": [], "allowedClusters": ["standalone"]})
+    reason = _reason(r, status)
+    if status == 412:
+        assert reason == "Tenant name is not valid"
+    assert all(n in ("public", "pulsar") or n.startswith(("t-", "cli-", "jadmin-"))
+               for n in web.get("/admin/v2/tenants").json())
+
+
+def test_invalid_names_elsewhere(web, tenant):
+    _reason(web.put(f"/admin/v2/namespaces/{tenant}/%2E%2E"), 412)
+    _reason(web.put(f"/admin/v2/namespaces/{tenant}/{'n' * 300}"), 412)
+    _reason(web.put(f"/admin/v2/namespaces/{tenant}/%C3%A9"), 412)
+    _reason(web.get(f"/admin/v2/persistent/%2E%2E/default/t/stats"), 412)
+    assert web.get(f"/admin/v2/namespaces/{tenant}").json() == []
+    # an empty segment is not a name: no route (404/405), never a stored key
+    assert web.put(f"/admin/v2/tenants//x").status_code in (404, 405)
+    assert web.put(f"/admin/v2/namespaces/{tenant}//").status_code in (404, 405)
+
+
+def test_oversized_body_is_413(web, tenant):
+    big = b'{"adminRoles":["' + b"a" * (6 * 1024 * 1024) + b'"]}'
+    r = web.post(f"/admin/v2/tenants/{tenant}", data=big, headers={"Content-Type": "application/json"})
+    assert r.status_code == 413, r.status_code
+    assert web.get(f"/admin/v2/tenants/{tenant}").json()["adminRoles"] == []
+
+
+def _publish_times(client, topic, n_before, n_after, gap_s=1.2):
+    """n_before messages, a pause, n_after messages; (ids, publish times, boundary ms)."""
+    p = client.create_producer(topic, batching_enabled=False)
+    ids = [p.send(f"a{i}".encode()) for i in range(n_before)]
+    time.sleep(gap_s)
+    boundary = int(time.time() * 1000)
+    time.sleep(0.05)
+    ids += [p.send(f"b{i}".encode()) for i in range(n_after)]
+    p.close()
+    return ids, boundary
+
+
+def test_message_finding_routes(quire, web, client):
+    name = f"find-{_u()}"
+    topic = f"persistent://public/default/{name}"
+    base = f"/admin/v2/persistent/public/default/{name}"
+    client.subscribe(topic, "s", initial_position=E).close()
+    client.subscribe(topic, "s2", initial_position=E).close()
+    ids, boundary = _publish_times(client, topic, 3, 4)
+    led = ids[0].ledger_id()
+
+    # messageid/{ts}: the first message published at or after ts
+    assert web.get(f"{base}/messageid/0").json() == {"ledgerId": led, "entryId": 0, "partitionIndex": -1}
+    assert web.get(f"{base}/messageid/{boundary}").json()["entryId"] == ids[3].entry_id()
+    _reason(web.get(f"{base}/messageid/{boundary + 3_600_000}"), 404)
+    _reason(web.get(f"{base}/messageid/notanumber"), 400)
+
+    # resetcursor/{ts}: the subscription restarts after the boundary
+    assert web.post(f"{base}/subscription/s/resetcursor/{boundary}").status_code == 204
+    stats = web.get(f"{base}/stats").json()
+    assert stats["subscriptions"]["s"]["msgBacklog"] == 4
+    r = web.get(f"{base}/subscription/s/position/1")
+    assert r.status_code == 200 and r.content == b"b0"
+    assert web.post(f"{base}/subscription/s/resetcursor/0").status_code == 204
+    assert web.get(f"{base}/stats").json()["subscriptions"]["s"]["msgBacklog"] == 7
+    c = client.subscribe(topic, "s", initial_position=E)
+    assert c.receive(10000).data() == b"a0"
+    c.close()
+
+    # examinemessage and ledger/{l}/entry/{e}
+    r = web.get(f"{base}/examinemessage?initialPosition=earliest&messagePosition=2")
+    assert r.status_code == 200 and r.content == b"a1"
+    assert r.headers["X-Pulsar-Message-ID"] == f"{led}:{ids[1].entry_id()}"
+    r = web.get(f"{base}/examinemessage?initialPosition=latest&messagePosition=1")
+    assert r.content == b"b3"
+    assert web.get(f"{base}/examinemessage").content == b"b3"  # defaults: latest, 1
+    _reason(web.get(f"{base}/examinemessage?initialPosition=middle"), 412)
+    _reason(web.get(f"{base}/examinemessage?messagePosition=0"), 412)
+    r = web.get(f"{base}/ledger/{led}/entry/{ids[4].entry_id()}")
+    assert r.status_code == 200 and r.content == b"b1"
+    _reason(web.get(f"{base}/ledger/{led}/entry/999999"), 404)
+    _reason(web.get(f"{base}/ledger/x/entry/0"), 400)
+
+    # expireMessages/{secs}: what is older than secs is acknowledged
+    age_s = max(0, int((time.time() * 1000 - boundary) / 1000)) + 1
+    assert web.post(f"{base}/subscription/s/expireMessages/3600").status_code == 204
+    assert web.get(f"{base}/stats").json()["subscriptions"]["s"]["msgBacklog"] == 7
+    assert web.post(f"{base}/subscription/s/expireMessages/0").status_code == 204
+    assert web.get(f"{base}/stats").json()["subscriptions"]["s"]["msgBacklog"] == 0
+    assert web.post(f"{base}/all_subscription/expireMessages/0").status_code == 204
+    assert web.get(f"{base}/stats").json()["subscriptions"]["s2"]["msgBacklog"] == 0
+    _reason(web.post(f"{base}/subscription/s/expireMessages/-1"), 400)
+    assert age_s >= 1
+
+    # an empty topic has nothing to examine
+    empty = f"empty-{_u()}"
+    assert web.put(f"/admin/v2/persistent/public/default/{empty}").status_code == 204
+    _reason(web.get(f"/admin/v2/persistent/public/default/{empty}/examinemessage"), 412)
+    _reason(web.get(f"/admin/v2/persistent/public/default/{empty}/messageid/0"), 404)
