@@ -40,6 +40,11 @@ if [ $quick -eq 0 ]; then
   unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
+if [ -x build/src/quire ] && [ -x bench/smoke.sh ]; then
+  echo "== quire-perf smoke against quire standalone"
+  timeout 120 bench/smoke.sh build || failed+=("bench/smoke.sh")
+fi
+
 if [ -x build/src/quire ] && [ -d tests/compat ] && ls tests/compat/test_*.py >/dev/null 2>&1; then
   echo "== tests/compat (pytest)"
   QUIRE_BIN="$root/build/src/quire" timeout 3600 python3 -m pytest -q tests/compat
