@@ -32,7 +32,7 @@
 #include "server/ns_policies.h"
 #include "server/termination.h"
 
-#define DEDUP_NAME_MAX 1024               /* longer producer names are not tracked */
+#define DEDUP_NAME_MAX 1024                 /* longer producer names are not tracked */
 #define DEDUP_SNAPSHOT_BYTES_MAX (3u << 20) /* below the metadata store's value bound */
 #define DEDUP_REPLAY_BATCH 100
 
@@ -131,8 +131,8 @@ static dedup_state_t *state_new(topic_t *t)
         return NULL;
     }
     d->last_pos = ML_POS_EARLIEST;
-    double every = t->broker->cfg.dedup_snapshot_interval_s ? t->broker->cfg.dedup_snapshot_interval_s
-                                                             : 120;
+    double every =
+        t->broker->cfg.dedup_snapshot_interval_s ? t->broker->cfg.dedup_snapshot_interval_s : 120;
     ev_timer_init(&d->timer, snapshot_timer_cb, every, every);
     d->timer.data = d;
     return d;
@@ -235,9 +235,9 @@ static char *snapshot_encode(const dedup_state_t *d, size_t *len)
 }
 
 typedef struct snap_ctx {
-    topic_t *topic;   /* only when chained (topic->busy held) */
+    topic_t *topic; /* only when chained (topic->busy held) */
     char *path;
-    bool chain;       /* then set the marker property */
+    bool chain; /* then set the marker property */
 } snap_ctx_t;
 
 static void load_finish(dedup_state_t *d);

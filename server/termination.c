@@ -114,8 +114,7 @@ void termination_adds_drained(topic_t *t)
     persist_ctx_t *pc = malloc(sizeof *pc);
     char value[64];
     ml_pos_t last = t->ml ? ml_last_confirmed(t->ml) : ML_POS_EARLIEST;
-    snprintf(value, sizeof value, "%lld:%lld", (long long)last.ledger_id,
-             (long long)last.entry_id);
+    snprintf(value, sizeof value, "%lld:%lld", (long long)last.ledger_id, (long long)last.entry_id);
     int rc = pc && t->ml ? 0 : -ENOMEM;
     if (pc)
         *pc = (persist_ctx_t){t, ops, last};
