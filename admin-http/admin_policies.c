@@ -140,6 +140,7 @@ NONNEG_CHECK(check_max_consumers_sub, "maxConsumersPerSubscription")
 NONNEG_CHECK(check_max_unacked, "maxUnackedMessagesPerConsumer")
 NONNEG_CHECK(check_max_unacked_sub, "maxUnackedMessagesPerSubscription")
 NONNEG_CHECK(check_max_topics, "maxTopicsPerNamespace")
+NONNEG_CHECK(check_sub_expiration, "subscriptionExpirationTime") /* minutes; server/expiry.c */
 
 static int check_long(const json_t *body, json_t **out, char *reason, size_t cap)
 {
@@ -276,6 +277,8 @@ static int check_offload_policies(const json_t *body, json_t **out, char *reason
 static const admin_policy_def_t policy_defs[] = {
     {"retention", "retention_policies", POLICY_KEY_NONE, check_retention},
     {"messageTTL", "message_ttl_in_seconds", POLICY_KEY_NONE, check_int_ttl},
+    {"subscriptionExpirationTime", "subscription_expiration_time_minutes", POLICY_KEY_NONE,
+     check_sub_expiration},
     {"deduplication", "deduplicationEnabled", POLICY_KEY_NONE, check_bool},
     {"backlogQuota", "backlog_quota_map", POLICY_KEY_QUOTA_TYPE, check_backlog_quota},
     {"publishRate", "publishMaxMessageRate", POLICY_KEY_CLUSTER, check_publish_rate},
@@ -435,6 +438,10 @@ int admin_policies_from_body(const json_t *body, const char *cluster, json_t **o
         json_decref(doc);
         return fail(400, reason, cap, "%s", "replication_clusters must be a list of names");
     }
+    /* pulsar-admin sends a whole Policies with replication_clusters []:
+     * Pulsar's default for a v2 namespace is then the local cluster. */
+    if (json_array_size(rc) == 0 && cluster)
+        json_array_append_new(rc, json_string(cluster));
     *out = doc;
     return 0;
 }

@@ -148,6 +148,7 @@ static const admin_route_t admin_routes[] = {
     {{HTTP_GET, NS "/topics"}, admin_namespace_topics, NULL},
     POLICY_ROUTES("retention"),
     POLICY_ROUTES("messageTTL"),
+    POLICY_ROUTES("subscriptionExpirationTime"),
     POLICY_ROUTES("deduplication"),
     POLICY_ROUTES("backlogQuota"),
     POLICY_ROUTES("publishRate"),

