@@ -202,6 +202,9 @@ def test_recompaction_merges_previous_view(quire, client, topic):
     compact(quire.web_url, topic)
     want = expected_view(items1 + items2, ids1 + ids2)
     assert read_all(client, topic, compacted=True) == want
+    st, stats = http_json("GET", f"{quire.web_url}/admin/v2/{admin_path(topic)}/internalStats")
+    assert st == 200 and stats["compactedLedger"]["ledgerId"] >= 0, stats
+    assert stats["compactedLedger"]["entries"] == len({i[:2] for _, _, i in want})
 
 
 def test_compaction_rest_errors(quire, topic):
