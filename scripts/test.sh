@@ -40,6 +40,29 @@ if [ $quick -eq 0 ]; then
   unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
+# Fuzz targets (libFuzzer, clang, ASan+UBSan): a short run of each in CI; the
+# long runs are recorded in docs/security.md and docs/protocol.md.
+if [ $quick -eq 0 ] && command -v clang >/dev/null 2>&1; then
+  if CC=clang cmake -S . -B build-fuzz -G Ninja -DQUIRE_FUZZ=ON >/dev/null &&
+    ninja -C build-fuzz fuzz_frame fuzz_http_request fuzz_policy_json fuzz_jwt >build-fuzz.log 2>&1; then
+    for f in frame http_request policy_json jwt; do
+      scratch=$(mktemp -d)
+      echo "== fuzz_$f (20 s)"
+      if timeout 120 build-fuzz/tests/fuzz/fuzz_$f -max_total_time=20 -print_final_stats=0 \
+        "$scratch" "tests/fuzz/corpus/$f" >"$scratch.log" 2>&1; then
+        grep -E "^Done [0-9]+ runs" "$scratch.log" || tail -1 "$scratch.log"
+      else
+        tail -40 "$scratch.log"
+        failed+=("fuzz_$f")
+      fi
+      rm -rf "$scratch" "$scratch.log"
+    done
+  else
+    tail -20 build-fuzz.log
+    failed+=("fuzz build")
+  fi
+fi
+
 if [ -x build/src/quire ] && [ -x bench/smoke.sh ]; then
   echo "== quire-perf smoke against quire standalone"
   timeout 120 bench/smoke.sh build || failed+=("bench/smoke.sh")
