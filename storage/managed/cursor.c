@@ -198,7 +198,9 @@ static void cursor_written(int rc, const md_stat_t *stat, void *arg)
         log_error("managed", "%s: cursor %s not persisted: %s", ml->name, c->name, q_strerror(rc));
     }
     flush_waiters_complete(c, c->writing_gen, rc);
-    if (!c->deleted) {
+    /* A waiter's callback may itself have started the next write (a close
+     * flushes): then that write serves the remaining waiters. */
+    if (!c->deleted && !c->writing) {
         if (c->flush_waiters)
             cursor_write(c);
         else if (rc == 0 && c->change_gen > c->persisted_gen)
