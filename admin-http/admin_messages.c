@@ -65,9 +65,8 @@ static void sub_done(int rc, void *arg)
 
 static void reset_time_ready(admin_req_t *req)
 {
-    int rc = broker_admin_reset_cursor_time(req->a->broker, req->tn.full,
-                                            admin_param(req, "subscription"), req->i64,
-                                            sub_done, req);
+    int rc = broker_admin_reset_cursor_time(
+        req->a->broker, req->tn.full, admin_param(req, "subscription"), req->i64, sub_done, req);
     if (rc < 0)
         sub_done(rc, req);
 }
@@ -172,8 +171,7 @@ static void id_found(int rc, ml_pos_t pos, void *arg)
 
 static void id_by_time_ready(admin_req_t *req)
 {
-    int rc = broker_admin_find_by_time(req->a->broker, req->tn.full, req->i64, true, id_found,
-                                       req);
+    int rc = broker_admin_find_by_time(req->a->broker, req->tn.full, req->i64, true, id_found, req);
     if (rc < 0)
         id_found(rc, ML_POS_LATEST, req);
 }

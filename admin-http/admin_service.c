@@ -108,8 +108,8 @@
                      "/expireMessages/{seconds}"},                                                 \
          admin_subscription_expire,                                                                \
          d},                                                                                       \
-        {{HTTP_POST,                                                                               \
-          "/admin/v2/" d "/{tenant}/{namespace}/{topic}/all_subscription/expireMessages/{seconds}"}, \
+        {{HTTP_POST, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/all_subscription"               \
+                     "/expireMessages/{seconds}"},                                                 \
          admin_expire_all_subscriptions,                                                           \
          d},                                                                                       \
         {{HTTP_GET, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/examinemessage"},                \
@@ -118,7 +118,8 @@
         {{HTTP_GET, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/messageid/{ts}"},                \
          admin_message_id_by_time,                                                                 \
          d},                                                                                       \
-        {{HTTP_GET, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/ledger/{ledgerId}/entry/{entryId}"}, \
+        {{HTTP_GET, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/ledger/{ledgerId}"               \
+                    "/entry/{entryId}"},                                                           \
          admin_message_by_id,                                                                      \
          d},                                                                                       \
     {                                                                                              \

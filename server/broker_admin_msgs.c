@@ -66,7 +66,8 @@ static int spans_build(managed_ledger_t *ml, span_t **out, size_t *nout, uint64_
     for (size_t i = 0; i < got; i++) {
         if (li[i].ledger_id < first.ledger_id || li[i].ledger_id > lac.ledger_id)
             continue;
-        int64_t from = li[i].ledger_id == first.ledger_id && first.entry_id > 0 ? first.entry_id : 0;
+        int64_t from =
+            li[i].ledger_id == first.ledger_id && first.entry_id > 0 ? first.entry_id : 0;
         int64_t end = li[i].ledger_id == lac.ledger_id ? lac.entry_id + 1 : li[i].entries;
         if (end > from) {
             sp[k++] = (span_t){li[i].ledger_id, from, end - from};
