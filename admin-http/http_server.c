@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "common/errors.h"
+#include "common/accept_pause.h"
 #include "common/log.h"
 #include "server/tls.h"
 
@@ -113,6 +114,7 @@ struct http_server {
     int fd;
     int port;
     ev_io accept_io;
+    accept_pause_t accept_pause; /* accept() out of descriptors: pause, do not spin */
     http_conn_t *conns;
     uint32_t conns_count;
     char *scratch;
@@ -877,7 +879,8 @@ static void server_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         socklen_t sl = sizeof sa;
         int fd = accept4(s->fd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                !accept_pause_if_exhausted(&s->accept_pause, w, errno, "http"))
                 log_warn("http", "accept: %s", strerror(errno));
             return;
         }
@@ -973,6 +976,7 @@ int http_server_listen(http_server_t *s, const char *address, int port)
     getsockname(fd, (struct sockaddr *)&sa, &len);
     s->port = ntohs(sa.sin_port);
     s->fd = fd;
+    accept_pause_init(&s->accept_pause, s->loop);
     ev_io_init(&s->accept_io, server_accept_cb, fd, EV_READ);
     s->accept_io.data = s;
     ev_io_start(s->loop, &s->accept_io);
@@ -993,6 +997,7 @@ void http_server_free(http_server_t *s)
 {
     if (!s)
         return;
+    accept_pause_cancel(&s->accept_pause);
     if (s->fd >= 0) {
         ev_io_stop(s->loop, &s->accept_io);
         close(s->fd);

@@ -201,6 +201,7 @@ int broker_new(struct ev_loop *loop, const broker_config_t *cfg, md_store_t *md,
     b->md = md;
     b->mlf = mlf;
     b->listen_fd = -1;
+    accept_pause_init(&b->accept_pause, loop);
     b->topics = qmap_new();
     b->ns_policies = qmap_new();
     b->mailbox = qloop_mailbox_new(loop);
@@ -325,6 +326,7 @@ void broker_shutdown(broker_t *b, broker_done_cb cb, void *arg)
     b->shutdown_cb = cb;
     b->shutdown_arg = arg;
     b->shutdown_pending = 1;
+    accept_pause_cancel(&b->accept_pause);
     if (b->listen_fd >= 0) {
         ev_io_stop(b->loop, &b->accept_watcher);
         close(b->listen_fd);

@@ -20,6 +20,7 @@
 #include <sys/uio.h>
 
 #include "PulsarApi.pb-c.h"
+#include "common/accept_pause.h"
 #include "common/buf.h"
 #include "common/exec.h"
 #include "common/hashmap.h"
@@ -48,6 +49,7 @@ struct broker {
     ml_factory_t *mlf;
     int listen_fd;
     ev_io accept_watcher;
+    accept_pause_t accept_pause; /* accept() out of descriptors: pause, do not spin */
     conn_t *conns; /* doubly linked */
     uint32_t conns_count;
     qmap_t *topics; /* full topic name -> topic_t */

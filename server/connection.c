@@ -150,7 +150,8 @@ void broker_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         int fd =
             accept4(w->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EINTR)
+            if (errno != EAGAIN && errno != EINTR &&
+                !accept_pause_if_exhausted(&b->accept_pause, w, errno, "broker"))
                 log_warn("broker", "accept: %s", strerror(errno));
             return;
         }

@@ -127,12 +127,14 @@ static void test_exec_bounded_queue(void)
 void register_config_suite(void);
 void register_hashmap_suite(void);
 void register_hist_suite(void);
+void register_accept_pause_suite(void);
 
 static void register_suites(void)
 {
     register_config_suite();
     register_hashmap_suite();
     register_hist_suite();
+    register_accept_pause_suite();
     CU_pSuite s = CU_add_suite("common", NULL, NULL);
     CU_add_test(s, "crc32c vectors", test_crc32c_vectors);
     CU_add_test(s, "crc32c incremental hw/sw", test_crc32c_incremental_matches_hw_sw);
