@@ -357,12 +357,9 @@ void broker_free(broker_t *b)
             subscription_t *s = sv;
             s->cursor = NULL; /* closed by shutdown */
             s->reading = false;
-            subscription_free(s);
         }
-        qmap_free(t->subscriptions);
-        limits_topic_free(t);
-        free(t->name);
-        free(t);
+        t->ml = NULL; /* closed by shutdown */
+        topic_destroy(t);
     }
     qmap_free(b->topics);
     broker_ns_policies_free(b);

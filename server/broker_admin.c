@@ -442,16 +442,11 @@ static void unload_finish(unload_ctx_t *uc)
     qmap_remove(uc->broker->topics, t->name);
     qmap_iter_t it = {0};
     void *sv;
-    while (qmap_next(t->subscriptions, &it, NULL, &sv)) {
-        subscription_t *s = sv;
-        s->cursor = NULL; /* closed above */
-        subscription_free(s);
-    }
-    qmap_free(t->subscriptions);
+    while (qmap_next(t->subscriptions, &it, NULL, &sv))
+        ((subscription_t *)sv)->cursor = NULL; /* closed above */
     log_info("topic", "%s: unloaded", t->name);
-    limits_topic_free(t);
-    free(t->name);
-    free(t);
+    t->ml = NULL; /* closed above */
+    topic_destroy(t);
     uc->cb(0, uc->arg);
     free(uc);
 }

@@ -205,6 +205,9 @@ void topic_remove_producer(topic_t *t, producer_t *p);
  * have permits now; dropped for the others (Pulsar's semantics). */
 void topic_publish_non_persistent(topic_t *t, qbuf_t *entry, int32_t num_messages);
 void topic_close_all(topic_t *t, broker_done_cb cb, void *arg);
+/* Frees a topic and everything it owns (subscriptions, limits, compaction and
+ * dedup state); its producers must be gone and its ledger closed or NULL. */
+void topic_destroy(topic_t *t);
 
 /* -------------------------------------------------------------- producers -- */
 

@@ -59,9 +59,10 @@ static int topic_answer_later(topic_t *t, int rc, topic_ready_cb cb, void *arg)
     return r;
 }
 
-static void topic_free(topic_t *t)
+void topic_destroy(topic_t *t)
 {
     assert(t->producers == NULL);
+    dedup_topic_close(t); /* after shutdown: already closed (no-op) */
     limits_topic_free(t);
     compaction_topic_free(t);
     if (t->subscriptions) {
@@ -98,7 +99,7 @@ static void topic_load_finish(topic_t *t, int rc)
     }
     t->busy--;
     if (rc < 0 && t->busy == 0)
-        topic_free(t);
+        topic_destroy(t);
 }
 
 static void topic_ml_added(managed_ledger_t *ml, ml_pos_t pos, void *arg)
@@ -330,7 +331,7 @@ int broker_topic_get(broker_t *b, const char *name, bool create, topic_ready_cb 
         if (!lc || topic_registry_path(&tn, path, sizeof path) < 0) {
             free(lc);
             qmap_remove(b->topics, name);
-            topic_free(t);
+            topic_destroy(t);
             return lc ? QE_INVALID : -ENOMEM;
         }
         *lc = (load_ctx_t){t, create};
@@ -339,7 +340,7 @@ int broker_topic_get(broker_t *b, const char *name, bool create, topic_ready_cb 
         if (rc < 0) {
             free(lc);
             qmap_remove(b->topics, name);
-            topic_free(t);
+            topic_destroy(t);
             return rc;
         }
     }
