@@ -47,6 +47,8 @@ struct admin_service {
     uint32_t in_flight;
     bool stopping;
     int64_t started_ms;
+    admin_bookie_stats_fn bookie_stats; /* the process's bookie (standalone), or NULL */
+    void *bookie_stats_arg;
 };
 
 typedef struct admin_route {

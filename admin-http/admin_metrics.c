@@ -449,6 +449,48 @@ static void render_process(FILE *f)
             ticks > 0 ? (double)(utime + stime) / (double)ticks : 0.0);
 }
 
+/* BookKeeper's names for the in-process bookie (its OpStats are summaries:
+ * count and sum, success="true"). */
+static void render_bookie(FILE *f, const admin_service_t *a)
+{
+    if (!a->bookie_stats)
+        return;
+    bookie_stats_t st;
+    memset(&st, 0, sizeof st);
+    a->bookie_stats(a->bookie_stats_arg, &st);
+    fprintf(f,
+            "# HELP bookie_journal_JOURNAL_SYNC Journal fdatasync calls and their time (ms).\n"
+            "# TYPE bookie_journal_JOURNAL_SYNC summary\n"
+            "bookie_journal_JOURNAL_SYNC_count{success=\"true\"} %llu\n"
+            "bookie_journal_JOURNAL_SYNC_sum{success=\"true\"} %.3f\n"
+            "# HELP bookie_journal_JOURNAL_ADD_ENTRY Adds made durable by the journal.\n"
+            "# TYPE bookie_journal_JOURNAL_ADD_ENTRY summary\n"
+            "bookie_journal_JOURNAL_ADD_ENTRY_count{success=\"true\"} %llu\n"
+            "# HELP bookkeeper_server_ADD_ENTRY Adds acknowledged by the bookie.\n"
+            "# TYPE bookkeeper_server_ADD_ENTRY summary\n"
+            "bookkeeper_server_ADD_ENTRY_count{success=\"true\"} %llu\n"
+            "# HELP bookkeeper_server_ADD_ENTRY_BYTES Bytes of the adds acknowledged.\n"
+            "# TYPE bookkeeper_server_ADD_ENTRY_BYTES counter\n"
+            "bookkeeper_server_ADD_ENTRY_BYTES_total %llu\n"
+            "# HELP bookkeeper_server_READ_ENTRY Reads served by the bookie.\n"
+            "# TYPE bookkeeper_server_READ_ENTRY summary\n"
+            "bookkeeper_server_READ_ENTRY_count{success=\"true\"} %llu\n"
+            "# HELP bookie_read_cache_hits Reads served from the write or read cache.\n"
+            "# TYPE bookie_read_cache_hits counter\n"
+            "bookie_read_cache_hits_total %llu\n"
+            "# HELP bookie_ledgers_count Ledgers stored by the bookie.\n"
+            "# TYPE bookie_ledgers_count gauge\n"
+            "bookie_ledgers_count %llu\n"
+            "# HELP bookie_entry_log_bytes Bytes in the bookie's entry log files.\n"
+            "# TYPE bookie_entry_log_bytes gauge\n"
+            "bookie_entry_log_bytes %llu\n",
+            (unsigned long long)st.journal_syncs, (double)st.journal_sync_us_total / 1000.0,
+            (unsigned long long)st.adds, (unsigned long long)st.adds,
+            (unsigned long long)st.add_bytes, (unsigned long long)st.reads,
+            (unsigned long long)st.read_cache_hits, (unsigned long long)st.ledgers,
+            (unsigned long long)st.entry_log_bytes);
+}
+
 char *admin_metrics_render(admin_metrics_t *m, size_t *len)
 {
     snapshot_t sn = {.m = m};
@@ -593,6 +635,7 @@ char *admin_metrics_render(admin_metrics_t *m, size_t *len)
         }
     }
     render_process(f);
+    render_bookie(f, m->a);
     fclose(f);
     snapshot_free(&sn);
     return out;

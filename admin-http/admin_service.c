@@ -548,3 +548,9 @@ void admin_service_stop(admin_service_t *a)
     admin_https_stop(a);
     admin_maybe_free(a);
 }
+
+void admin_service_set_bookie_stats(admin_service_t *a, admin_bookie_stats_fn fn, void *arg)
+{
+    a->bookie_stats = fn;
+    a->bookie_stats_arg = arg;
+}

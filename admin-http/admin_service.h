@@ -19,6 +19,7 @@
 #include "admin-http/http_server.h"
 #include "common/config.h"
 #include "server/broker.h"
+#include "storage/bookie/bookie.h"
 #include "storage/metadata/metadata.h"
 
 typedef struct admin_service admin_service_t;
@@ -31,6 +32,10 @@ typedef struct admin_service admin_service_t;
 int admin_service_start(struct ev_loop *loop, const qconfig_t *conf, broker_t *broker,
                         md_store_t *md, const http_server_config_t *http_cfg,
                         admin_service_t **out);
+/* The bookie figures /metrics exposes (bookie_journal_*, bookkeeper_server_*):
+ * standalone runs a bookie in the process and hands its stats over here. */
+typedef void (*admin_bookie_stats_fn)(void *arg, bookie_stats_t *out);
+void admin_service_set_bookie_stats(admin_service_t *a, admin_bookie_stats_fn fn, void *arg);
 /* "http://advertisedAddress:port". */
 const char *admin_service_url(const admin_service_t *a);
 int admin_service_port(const admin_service_t *a);

@@ -20,8 +20,13 @@ struct services {
     admin_service_t *admin;
 };
 
+static void services_bookie_stats(void *arg, bookie_stats_t *out)
+{
+    bookie_get_stats(arg, out);
+}
+
 int services_start(struct ev_loop *loop, const qconfig_t *conf, broker_t *broker, md_store_t *md,
-                   services_t **out)
+                   bookie_t *bookie, services_t **out)
 {
     *out = NULL;
     services_t *s = calloc(1, sizeof *s);
@@ -33,6 +38,8 @@ int services_start(struct ev_loop *loop, const qconfig_t *conf, broker_t *broker
         free(s);
         return rc;
     }
+    if (bookie)
+        admin_service_set_bookie_stats(s->admin, services_bookie_stats, bookie);
     *out = s;
     return 0;
 }

@@ -9,12 +9,14 @@
 
 #include "common/config.h"
 #include "server/broker.h"
+#include "storage/bookie/bookie.h"
 #include "storage/metadata/metadata.h"
 
 typedef struct services services_t;
 
+/* bookie: the process's own bookie (standalone) for /metrics, or NULL. */
 int services_start(struct ev_loop *loop, const qconfig_t *conf, broker_t *broker, md_store_t *md,
-                   services_t **out);
+                   bookie_t *bookie, services_t **out);
 /* "http://host:port", or "(not built)". */
 const char *services_web_url(const services_t *s);
 /* Stops listening and closes connections; NULL is ignored. */

@@ -258,7 +258,7 @@ int quire_standalone_main(int argc, char **argv)
     if (rc == 0)
         rc = broker_listen(sa.broker);
     if (rc == 0)
-        rc = services_start(sa.loop, sa.conf, sa.broker, sa.md, &sa.services);
+        rc = services_start(sa.loop, sa.conf, sa.broker, sa.md, sa.bookie, &sa.services);
     if (rc < 0) {
         fprintf(stderr, "quire: cannot start: %s\n", q_strerror(rc));
         sa_teardown(&sa);

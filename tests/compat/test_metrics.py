@@ -30,6 +30,15 @@ def _value(families, name, **labels):
     raise AssertionError(f"no sample of {name} with {labels}: {[s.labels for s in fam.samples]}")
 
 
+def _sample(families, family, sample):
+    fam = families.get(family)
+    assert fam is not None, f"metric family {family} missing"
+    for s in fam.samples:
+        if s.name == sample:
+            return s.value
+    raise AssertionError(f"no sample {sample} in {family}")
+
+
 def test_metrics_parse_and_count_real_traffic(quire):
     topic = f"persistent://public/default/metrics-{uuid.uuid4().hex[:8]}"
     client = new_client(quire.service_url)
@@ -53,6 +62,13 @@ def test_metrics_parse_and_count_real_traffic(quire):
     assert _value(fams, "process_resident_memory_bytes") > 1_000_000
     assert _value(fams, "process_cpu_seconds") >= 0
     assert _value(fams, "pulsar_topics_count", namespace="public/default", cluster="standalone") >= 1
+    # The in-process bookie, with BookKeeper's names: every add went through
+    # the journal, each group with an fdatasync.
+    adds = _sample(fams, "bookkeeper_server_ADD_ENTRY", "bookkeeper_server_ADD_ENTRY_count")
+    assert adds >= 7
+    assert _sample(fams, "bookie_journal_JOURNAL_SYNC", "bookie_journal_JOURNAL_SYNC_count") >= 1
+    assert _sample(fams, "bookie_journal_JOURNAL_SYNC", "bookie_journal_JOURNAL_SYNC_sum") > 0
+    assert _value(fams, "bookie_ledgers_count") >= 1
     producer.close()
     consumer.close()
     client.close()
