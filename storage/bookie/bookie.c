@@ -706,8 +706,8 @@ static int bookie_replay_record(void *ctx, const journal_record_t *rec)
 static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
 {
     journal_pos_t cp;
-    uint64_t records;
-    uint32_t next_log;
+    uint64_t records = 0;
+    uint32_t next_log = 0;
     int rc = checkpoint_load(bk->ldir, &cp);
     if (rc == 0)
         rc = ledger_meta_load(&bk->ledgers, bk->ldir, &bk->meta_size, &records);
