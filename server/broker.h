@@ -19,7 +19,7 @@
 
 #include "common/config.h"
 #include "storage/managed/managed_ledger.h"
-#include "server/limits.h"
+#include "server/broker_limits.h"
 #include "server/delivery_config.h"
 #include "storage/metadata/metadata.h"
 

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "server/broker_int.h"
-#include "server/limits.h"
+#include "server/broker_limits.h"
 
 struct ns_policies;
 

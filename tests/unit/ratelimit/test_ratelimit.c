@@ -5,7 +5,7 @@
 
 #include "common/config.h"
 #include "common/errors.h"
-#include "server/limits.h"
+#include "server/broker_limits.h"
 #include "server/rate_limit.h"
 #include "tests/unit/support/test_support.h"
 

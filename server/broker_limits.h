@@ -1,5 +1,5 @@
 /*
- * limits.h — multi-tenant rate limits and quotas: the broker-wide defaults
+ * broker_limits.h — multi-tenant rate limits and quotas: the broker-wide defaults
  * (Pulsar's broker.conf keys) and the topic-count quota check the admin API
  * shares with topic auto-creation. The enforcement itself (publish and
  * dispatch throttling, producer/consumer/unacked limits) is private to the
@@ -9,8 +9,8 @@
  * Values: 0 means "no limit" everywhere, as in Pulsar. A namespace policy,
  * when set, replaces the broker default (and its 0 means no limit too).
  */
-#ifndef QUIRE_SERVER_LIMITS_H
-#define QUIRE_SERVER_LIMITS_H
+#ifndef QUIRE_SERVER_BROKER_LIMITS_H
+#define QUIRE_SERVER_BROKER_LIMITS_H
 
 #include <stdbool.h>
 #include <stddef.h>
