@@ -811,26 +811,16 @@ typedef struct msg_ctx {
     void *arg;
 } msg_ctx_t;
 
-static void peek_read(int rc, const ml_entry_t *entries, size_t n, void *arg)
+/* Hands one stored entry to cb as a broker_admin_message_t (payload, publish
+ * time, properties, producer); the view is valid during the call only.
+ * Returns 0, or the metadata parse error (cb not called). */
+int broker_admin_deliver_entry(const ml_entry_t *e, broker_admin_message_cb cb, void *arg)
 {
-    msg_ctx_t *mc = arg;
-    mc->topic->busy--;
-    if (rc == 0 && n == 0)
-        rc = QE_NOT_FOUND;
-    if (rc < 0) {
-        mc->cb(rc, NULL, mc->arg);
-        free(mc);
-        return;
-    }
-    const ml_entry_t *e = &entries[0];
     Pulsar__Proto__MessageMetadata *md = NULL;
     size_t off = 0;
-    rc = frame_parse_metadata(e->data->data, e->data->len, &md, &off);
-    if (rc < 0) {
-        mc->cb(rc, NULL, mc->arg);
-        free(mc);
-        return;
-    }
+    int rc = frame_parse_metadata(e->data->data, e->data->len, &md, &off);
+    if (rc < 0)
+        return rc;
     size_t np = md->n_properties;
     const char **keys = calloc(np + 1, sizeof *keys), **values = calloc(np + 1, sizeof *values);
     for (size_t i = 0; keys && values && i < np; i++) {
@@ -849,10 +839,27 @@ static void peek_read(int rc, const ml_entry_t *entries, size_t n, void *arg)
         .producer_name = md->producer_name ? md->producer_name : "",
         .sequence_id = md->sequence_id,
     };
-    mc->cb(0, &m, mc->arg);
+    cb(0, &m, arg);
     free(keys);
     free(values);
     frame_metadata_free(md);
+    return 0;
+}
+
+static void peek_read(int rc, const ml_entry_t *entries, size_t n, void *arg)
+{
+    msg_ctx_t *mc = arg;
+    mc->topic->busy--;
+    if (rc == 0 && n == 0)
+        rc = QE_NOT_FOUND;
+    if (rc < 0) {
+        mc->cb(rc, NULL, mc->arg);
+        free(mc);
+        return;
+    }
+    rc = broker_admin_deliver_entry(&entries[0], mc->cb, mc->arg);
+    if (rc < 0)
+        mc->cb(rc, NULL, mc->arg);
     free(mc);
 }
 

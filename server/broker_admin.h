@@ -165,6 +165,9 @@ typedef struct broker_admin_message {
     uint64_t sequence_id;
 } broker_admin_message_t;
 typedef void (*broker_admin_message_cb)(int rc, const broker_admin_message_t *m, void *arg);
+/* (server/ only) One stored entry handed to cb as a broker_admin_message_t,
+ * valid during the call. 0, or the metadata parse error (cb not called). */
+int broker_admin_deliver_entry(const ml_entry_t *e, broker_admin_message_cb cb, void *arg);
 
 /* The n-th (1-based) unacknowledged entry of subscription sub: QE_NOT_FOUND
  * past the end (n bounded by 10000). */

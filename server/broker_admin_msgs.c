@@ -102,40 +102,12 @@ static void read_one_done(int rc, const ml_entry_t *entries, size_t n, void *arg
 {
     read_op_t *op = arg;
     op->topic->busy--;
-    Pulsar__Proto__MessageMetadata *md = NULL;
-    size_t off = 0;
     if (rc == 0 && n == 0)
         rc = QE_NOT_FOUND;
     if (rc == 0)
-        rc = frame_parse_metadata(entries[0].data->data, entries[0].data->len, &md, &off);
-    if (rc < 0) {
+        rc = broker_admin_deliver_entry(&entries[0], op->cb, op->arg);
+    if (rc < 0)
         op->cb(rc == QE_NO_ENTRY || rc == QE_NO_LEDGER ? QE_NOT_FOUND : rc, NULL, op->arg);
-        free(op);
-        return;
-    }
-    const ml_entry_t *e = &entries[0];
-    size_t np = md->n_properties;
-    const char **keys = calloc(np + 1, sizeof *keys), **values = calloc(np + 1, sizeof *values);
-    for (size_t i = 0; keys && values && i < np; i++) {
-        keys[i] = md->properties[i]->key;
-        values[i] = md->properties[i]->value;
-    }
-    broker_admin_message_t m = {
-        .pos = e->pos,
-        .payload = e->data->data + off,
-        .payload_len = e->data->len - off,
-        .publish_time_ms = (int64_t)md->publish_time,
-        .num_messages = md->has_num_messages_in_batch ? md->num_messages_in_batch : 1,
-        .property_keys = keys,
-        .property_values = values,
-        .properties = keys && values ? np : 0,
-        .producer_name = md->producer_name ? md->producer_name : "",
-        .sequence_id = md->sequence_id,
-    };
-    op->cb(0, &m, op->arg);
-    free(keys);
-    free(values);
-    frame_metadata_free(md);
     free(op);
 }
 
