@@ -347,9 +347,11 @@ static void stats_publisher(const broker_admin_producer_view_t *v, void *arg)
     static const char *const modes[] = {"Shared", "Exclusive", "WaitForExclusive",
                                         "ExclusiveWithFencing"};
     const char *mode = v->access_mode >= 0 && v->access_mode < 4 ? modes[v->access_mode] : "Shared";
+    double avg = v->msg_in ? (double)v->bytes_in / (double)v->msg_in : 0.0;
     json_array_append_new(json_object_get(sb->root, "publishers"),
-                          json_pack("{sfsfsfsIsssssssssss{}}", "msgRateIn", 0.0, "msgThroughputIn",
-                                    0.0, "averageMsgSize", 0.0, "producerId",
+                          json_pack("{sfsfsfsIsssssssssss{}}", "msgRateIn", v->rate_in,
+                                    "msgThroughputIn", v->throughput_in, "averageMsgSize", avg,
+                                    "producerId",
                                     (json_int_t)v->producer_id, "producerName", v->name,
                                     "accessMode", mode, "address", v->address, "clientVersion",
                                     v->client_version, "connectedSince", since, "metadata"));

@@ -194,12 +194,32 @@ int broker_admin_topic(broker_t *b, const char *topic, broker_admin_topic_fn fn,
     return 0;
 }
 
+/* Measured rates of a producer: traffic since the previous sample (at least
+ * one second back; the first sample counts from the connection's start). */
+static void producer_rate_sample(producer_t *p, int64_t now_ms)
+{
+    int64_t since =
+        p->rate_sample_ms ? p->rate_sample_ms : (p->conn ? p->conn->connected_since_ms : now_ms);
+    if (now_ms - since < 1000 && p->rate_sample_ms)
+        return; /* keep the last window's rate */
+    double secs = (double)(now_ms - since) / 1000.0;
+    if (secs <= 0)
+        return;
+    p->rate_msgs = (double)(p->msg_in - p->rate_sample_msgs) / secs;
+    p->rate_bytes = (double)(p->bytes_in - p->rate_sample_bytes) / secs;
+    p->rate_sample_ms = now_ms;
+    p->rate_sample_msgs = p->msg_in;
+    p->rate_sample_bytes = p->bytes_in;
+}
+
 int broker_admin_producers(broker_t *b, const char *topic, broker_admin_producer_fn fn, void *arg)
 {
     topic_t *t = ready_topic(b, topic);
     if (!t)
         return QE_NOT_FOUND;
+    int64_t now = clock_wall_ms();
     for (producer_t *p = t->producers; p; p = p->topic_next) {
+        producer_rate_sample(p, now);
         broker_admin_producer_view_t v = {
             .name = p->name ? p->name : "",
             .producer_id = p->producer_id,
@@ -207,6 +227,10 @@ int broker_admin_producers(broker_t *b, const char *topic, broker_admin_producer
             .address = p->conn ? p->conn->peer : "",
             .client_version = p->conn ? p->conn->client_version : "",
             .connected_since_ms = p->conn ? p->conn->connected_since_ms : 0,
+            .msg_in = p->msg_in,
+            .bytes_in = p->bytes_in,
+            .rate_in = p->rate_msgs,
+            .throughput_in = p->rate_bytes,
         };
         fn(&v, arg);
     }

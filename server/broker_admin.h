@@ -58,6 +58,9 @@ typedef struct broker_admin_producer_view {
     const char *address;
     const char *client_version;
     int64_t connected_since_ms;
+    uint64_t msg_in, bytes_in; /* acknowledged sends since it connected */
+    double rate_in;            /* msg/s since the previous stats read (or since connecting) */
+    double throughput_in;      /* bytes/s, same window */
 } broker_admin_producer_view_t;
 
 typedef struct broker_admin_subscription_view {

@@ -221,6 +221,11 @@ struct producer {
     int access_mode; /* Pulsar__Proto__ProducerAccessMode */
     bool ready;
     int64_t last_sequence_id;
+    /* traffic, for stats: totals, and the rate since the previous stats read */
+    uint64_t msg_in, bytes_in;
+    int64_t rate_sample_ms;
+    uint64_t rate_sample_msgs, rate_sample_bytes;
+    double rate_msgs, rate_bytes;
     bool has_schema_version; /* PRODUCER_SUCCESS.schema_version (schema.c) */
     uint8_t schema_version[8];
     /* access modes (producer_access.c) */

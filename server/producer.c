@@ -247,6 +247,8 @@ static void send_add_done(int rc, ml_pos_t pos, void *arg)
     } else if (p && c->state != CONN_CLOSED) {
         if ((int64_t)s->highest_sequence_id > p->last_sequence_id)
             p->last_sequence_id = (int64_t)s->highest_sequence_id;
+        p->msg_in += (uint64_t)s->num_messages;
+        p->bytes_in += s->bytes;
         send_receipt(c, s, pos.ledger_id, pos.entry_id);
     }
     if (rc >= 0) {

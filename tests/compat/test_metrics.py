@@ -72,3 +72,25 @@ def test_metrics_parse_and_count_real_traffic(quire):
     producer.close()
     consumer.close()
     client.close()
+
+
+def test_publisher_stats_are_measured(quire):
+    """Topic stats' publishers carry rates measured from the producer's own sends."""
+    import json
+    topic_local = f"pubstats-{uuid.uuid4().hex[:8]}"
+    client = new_client(quire.service_url)
+    producer = client.create_producer(f"persistent://public/default/{topic_local}",
+                                      batching_enabled=False)
+    for _ in range(40):
+        producer.send(b"x" * 100)
+        time.sleep(0.02)
+    url = f"{quire.web_url}/admin/v2/persistent/public/default/{topic_local}/stats"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        stats = json.loads(r.read())
+    pubs = stats["publishers"]
+    assert len(pubs) == 1
+    assert pubs[0]["msgRateIn"] > 0
+    assert pubs[0]["msgThroughputIn"] > pubs[0]["msgRateIn"] * 100  # payload plus metadata
+    assert pubs[0]["averageMsgSize"] > 100
+    producer.close()
+    client.close()
