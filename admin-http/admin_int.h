@@ -80,6 +80,7 @@ struct admin_req {
     int n;
     bool flag;
     int64_t i64; /* a number from the path or query (admin_messages.c) */
+    const char *partitioned_refusal; /* 405 reason when the topic is partitioned */
     topic_name_t tn;
     char role[256]; /* the authenticated role (http_auth.c); "" without authentication */
 };

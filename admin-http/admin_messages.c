@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "admin-http/admin_int.h"
+#include "server/partitions.h"
 #include "common/errors.h"
 #include "server/broker_admin.h"
 
@@ -115,6 +116,29 @@ void admin_expire_all_subscriptions(admin_req_t *req)
     expire_start(req, true);
 }
 
+/* Pulsar refuses some message lookups on a partitioned topic (only its
+ * partitions hold messages): 405 with Pulsar's reason, else load and go on. */
+static void partitions_checked(int rc, int partitions, void *arg)
+{
+    admin_req_t *req = arg;
+    if (admin_req_stopping(req))
+        return;
+    if (rc == 0 && partitions > 0) {
+        admin_reply_error(req, 405, "%s", req->partitioned_refusal);
+        return;
+    }
+    admin_with_loaded_topic(req, req->next);
+}
+
+static void unless_partitioned(admin_req_t *req, const char *refusal, admin_handler_fn next)
+{
+    req->partitioned_refusal = refusal;
+    req->next = next;
+    int rc = broker_partitions_lookup(req->a->broker, &req->tn, false, partitions_checked, req);
+    if (rc < 0)
+        admin_reply_rc(req, rc, req->tn.full);
+}
+
 /* ------------------------------------------------------------ examine -- */
 
 static void examine_ready(admin_req_t *req)
@@ -146,7 +170,10 @@ void admin_examine_message(admin_req_t *req)
         return;
     }
     req->flag = strcmp(pos, "latest") == 0;
-    admin_with_loaded_topic(req, examine_ready);
+    unless_partitioned(req,
+                       "Examine messages on a partitioned topic is not allowed, please try "
+                       "examine message on specific topic partition",
+                       examine_ready);
 }
 
 /* ---------------------------------------------------------- id by time -- */
@@ -184,7 +211,10 @@ void admin_message_id_by_time(admin_req_t *req)
         admin_reply_error(req, 400, "The timestamp must be a whole number of milliseconds");
         return;
     }
-    admin_with_loaded_topic(req, id_by_time_ready);
+    unless_partitioned(req,
+                       "Get message ID by timestamp on a partitioned topic is not allowed, "
+                       "please try get message ID by timestamp on specific topic partition",
+                       id_by_time_ready);
 }
 
 /* ---------------------------------------------------------- by message id -- */

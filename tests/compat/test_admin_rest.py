@@ -476,3 +476,21 @@ def test_ten_thousand_idle_connections(tight_server):
         assert time.monotonic() < deadline, "the web port did not recover after the connections closed"
         time.sleep(0.2)
     assert _rss_kib(pid) / 1024 < rss_open / 1024 + 16
+
+
+def test_message_lookups_refused_on_a_partitioned_topic(web, quire):
+    """As Pulsar: only partitions hold messages; the partitioned name gets 405."""
+    import pulsar
+    local = f"parted-{_u()}"
+    base = f"/admin/v2/persistent/public/default/{local}"
+    assert web.put(f"{base}/partitions", json=2).status_code == 204
+    reason = _reason(web.get(f"{base}/examinemessage?initialPosition=earliest&messagePosition=1"), 405)
+    assert reason.startswith("Examine messages on a partitioned topic is not allowed")
+    reason = _reason(web.get(f"{base}/messageid/0"), 405)
+    assert reason.startswith("Get message ID by timestamp on a partitioned topic is not allowed")
+    client = pulsar.Client(quire.service_url)
+    p = client.create_producer(f"persistent://public/default/{local}-partition-0")
+    p.send(b"in-partition-0")
+    client.close()
+    r = web.get(f"{base}-partition-0/examinemessage?initialPosition=earliest&messagePosition=1")
+    assert r.status_code == 200 and r.content == b"in-partition-0"
