@@ -187,6 +187,9 @@ typedef struct topic_rec {
     double backlog_size, quota_limit, quota_limit_time, backlog_age, evict_size, evict_time;
     uint32_t producers;
     size_t subs, consumers;
+    uint64_t lat[10], size[9]; /* Pulsar's append histograms, per bucket */
+    uint64_t lat_count, size_count, size_sum;
+    double lat_sum_ms;
 } topic_rec_t;
 
 typedef struct sub_rec {
@@ -287,6 +290,14 @@ static void snap_topic(const broker_admin_topic_view_t *v, void *arg)
     t->backlog_age = v->oldest_backlog_age_s > 0 ? (double)v->oldest_backlog_age_s : 0;
     t->evict_size = (double)v->backlog_evictions_size;
     t->evict_time = (double)v->backlog_evictions_time;
+    if (v->write_latency_buckets)
+        memcpy(t->lat, v->write_latency_buckets, sizeof t->lat);
+    if (v->entry_size_buckets)
+        memcpy(t->size, v->entry_size_buckets, sizeof t->size);
+    t->lat_count = v->write_latency_count;
+    t->lat_sum_ms = v->write_latency_sum_ms;
+    t->size_count = v->entry_size_count;
+    t->size_sum = v->entry_size_sum;
     t->producers = v->producers;
     t->subs = v->subscriptions;
     t->consumers = v->consumers;
@@ -409,6 +420,50 @@ static void render_topic_family(FILE *f, const snapshot_t *sn, const char *clust
         fputs(name, f);
         topic_labels(f, cluster, &sn->topics[i]);
         fprintf(f, "} %.17g\n", topic_value(&sn->topics[i], which));
+    }
+}
+
+/* Pulsar's per-topic append histograms, one gauge family per bucket (as its
+ * dashboards read them): pulsar_storage_write_latency_le_* (ms) and
+ * pulsar_entry_size_le_* (bytes), with _count and _sum. */
+static void render_topic_buckets(FILE *f, const snapshot_t *sn, const char *cluster)
+{
+    static const char *const lat[10] = {"0_5", "1",   "5",   "10",   "20",
+                                        "50",  "100", "200", "1000", "overflow"};
+    static const char *const size[9] = {"128",   "512",    "1_kb", "2_kb",    "4_kb",
+                                        "16_kb", "100_kb", "1_mb", "overflow"};
+    for (int b = 0; b < 12; b++) {
+        char name[64];
+        if (b < 10)
+            snprintf(name, sizeof name, "pulsar_storage_write_latency_le_%s", lat[b]);
+        else
+            snprintf(name, sizeof name, "pulsar_storage_write_latency_%s",
+                     b == 10 ? "count" : "sum");
+        fprintf(f, "# TYPE %s gauge\n", name);
+        for (size_t i = 0; i < sn->ntopics; i++) {
+            const topic_rec_t *t = &sn->topics[i];
+            fputs(name, f);
+            topic_labels(f, cluster, t);
+            fprintf(f, "} %.17g\n",
+                    b < 10    ? (double)t->lat[b]
+                    : b == 10 ? (double)t->lat_count
+                              : t->lat_sum_ms);
+        }
+    }
+    for (int b = 0; b < 11; b++) {
+        char name[64];
+        if (b < 9)
+            snprintf(name, sizeof name, "pulsar_entry_size_le_%s", size[b]);
+        else
+            snprintf(name, sizeof name, "pulsar_entry_size_%s", b == 9 ? "count" : "sum");
+        fprintf(f, "# TYPE %s gauge\n", name);
+        for (size_t i = 0; i < sn->ntopics; i++) {
+            const topic_rec_t *t = &sn->topics[i];
+            fputs(name, f);
+            topic_labels(f, cluster, t);
+            fprintf(f, "} %.17g\n",
+                    b < 9 ? (double)t->size[b] : (double)(b == 9 ? t->size_count : t->size_sum));
+        }
     }
 }
 
@@ -634,6 +689,7 @@ char *admin_metrics_render(admin_metrics_t *m, size_t *len)
             fprintf(f, "} %lld\n", k == 0 ? (long long)c->permits : (long long)c->unacked);
         }
     }
+    render_topic_buckets(f, &sn, cl);
     render_process(f);
     render_bookie(f, m->a);
     fclose(f);

@@ -123,6 +123,12 @@ static void topic_view(topic_t *t, broker_admin_topic_view_t *v)
     v->partition = t->partition;
     v->msg_in = t->msg_in;
     v->bytes_in = t->bytes_in;
+    v->write_latency_buckets = t->write_latency_buckets;
+    v->write_latency_count = t->write_latency_count;
+    v->write_latency_sum_ms = t->write_latency_sum_ms;
+    v->entry_size_buckets = t->entry_size_buckets;
+    v->entry_size_count = t->entry_size_count;
+    v->entry_size_sum = t->entry_size_sum;
     v->msg_out = t->msg_out;
     v->bytes_out = t->bytes_out;
     v->last_publish_ms = t->last_publish_ms;

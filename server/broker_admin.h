@@ -49,6 +49,12 @@ typedef struct broker_admin_topic_view {
     uint64_t backlog_size_bytes;  /* the slowest durable subscription's, estimated */
     int64_t oldest_backlog_age_s; /* -1 unknown (not checked yet) */
     uint64_t backlog_evictions_size, backlog_evictions_time;
+    /* append histograms: Pulsar's buckets (broker_int.h), counts per bucket */
+    const uint64_t *write_latency_buckets; /* TOPIC_LATENCY_BUCKETS = 10 */
+    uint64_t write_latency_count;
+    double write_latency_sum_ms;
+    const uint64_t *entry_size_buckets; /* TOPIC_SIZE_BUCKETS = 9 */
+    uint64_t entry_size_count, entry_size_sum;
 } broker_admin_topic_view_t;
 
 typedef struct broker_admin_producer_view {

@@ -146,6 +146,12 @@ typedef struct topic_waiter {
     void *arg;
 } topic_waiter_t;
 
+/* Bucket upper bounds of Pulsar's StatsBuckets; the last bucket is overflow. */
+#define TOPIC_LATENCY_BUCKETS 10 /* 0.5 1 5 10 20 50 100 200 1000 ms, overflow */
+#define TOPIC_SIZE_BUCKETS 9     /* 128 512 1K 2K 4K 16K 100K 1M bytes, overflow */
+/* Records one durable append: its latency and its stored size. */
+void topic_record_append(topic_t *t, double latency_ms, uint64_t bytes);
+
 struct topic {
     broker_t *broker;
     char *name;    /* full: persistent://tenant/ns/local[-partition-N] */
@@ -164,6 +170,13 @@ struct topic {
     uint64_t msg_in, bytes_in, msg_out, bytes_out;
     int64_t last_publish_ms;
     int64_t non_persistent_seq; /* message ids of non-persistent topics */
+    /* Pulsar's per-topic histograms (dashboards): bucket counts, as
+     * pulsar_storage_write_latency_le_* (ms) and pulsar_entry_size_le_* (bytes) */
+    uint64_t write_latency_buckets[TOPIC_LATENCY_BUCKETS];
+    uint64_t write_latency_count;
+    double write_latency_sum_ms;
+    uint64_t entry_size_buckets[TOPIC_SIZE_BUCKETS];
+    uint64_t entry_size_count, entry_size_sum;
     struct topic_limits *limits; /* rate limits and quotas (limits.c); NULL until used */
     /* producer access modes (producer_access.c) */
     bool epoch_loaded, epoch_set;   /* producer_epoch read from the ledger / ever set */

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "server/broker_int.h"
@@ -39,6 +40,7 @@ typedef struct send_ctx {
     int32_t num_messages;
     topic_t *topic;
     char *dedup_name; /* producer name while deduplication tracks this send (dedup.c) */
+    uint64_t start_us; /* when the append was asked for (write latency) */
 } send_ctx_t;
 
 typedef struct create_ctx {
@@ -252,6 +254,8 @@ static void send_add_done(int rc, ml_pos_t pos, void *arg)
         send_receipt(c, s, pos.ledger_id, pos.entry_id);
     }
     if (rc >= 0) {
+        topic_record_append(s->topic, (double)(clock_mono_us() - s->start_us) / 1000.0,
+                            s->bytes);
         broker_send_persisted(s->topic, s->dedup_name, s->highest_sequence_id, pos);
         s->topic->msg_in += (uint64_t)s->num_messages;
         s->topic->bytes_in += s->bytes;
@@ -301,7 +305,8 @@ void producer_handle_send(conn_t *c, const Pulsar__Proto__CommandSend *cmd, cons
         qbuf_unref(entry);
         return;
     }
-    *s = (send_ctx_t){.conn = c,
+    *s = (send_ctx_t){.start_us = clock_mono_us(),
+                      .conn = c,
                       .producer_id = cmd->producer_id,
                       .sequence_id = cmd->sequence_id,
                       .highest_sequence_id = cmd->has_highest_sequence_id &&

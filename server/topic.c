@@ -374,3 +374,24 @@ void topic_on_entry_added(topic_t *t)
     while (qmap_next(t->subscriptions, &it, NULL, &v))
         subscription_dispatch(v);
 }
+
+/* ----------------------------------------------------------- histograms -- */
+
+void topic_record_append(topic_t *t, double latency_ms, uint64_t bytes)
+{
+    static const double lat_le[TOPIC_LATENCY_BUCKETS - 1] = {0.5, 1, 5, 10, 20, 50, 100, 200, 1000};
+    static const uint64_t size_le[TOPIC_SIZE_BUCKETS - 1] = {128,  512,   1024,   2048,
+                                                             4096, 16384, 102400, 1048576};
+    int i = 0;
+    while (i < TOPIC_LATENCY_BUCKETS - 1 && latency_ms > lat_le[i])
+        i++;
+    t->write_latency_buckets[i]++;
+    t->write_latency_count++;
+    t->write_latency_sum_ms += latency_ms;
+    i = 0;
+    while (i < TOPIC_SIZE_BUCKETS - 1 && bytes > size_le[i])
+        i++;
+    t->entry_size_buckets[i]++;
+    t->entry_size_count++;
+    t->entry_size_sum += bytes;
+}

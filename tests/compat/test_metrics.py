@@ -62,6 +62,14 @@ def test_metrics_parse_and_count_real_traffic(quire):
     assert _value(fams, "process_resident_memory_bytes") > 1_000_000
     assert _value(fams, "process_cpu_seconds") >= 0
     assert _value(fams, "pulsar_topics_count", namespace="public/default", cluster="standalone") >= 1
+    # Pulsar's append histograms: 7 durable appends, each in one latency and
+    # one size bucket (small entries: the 128-byte bucket).
+    lat = [_value(fams, f"pulsar_storage_write_latency_le_{b}", **t)
+           for b in ("0_5", "1", "5", "10", "20", "50", "100", "200", "1000", "overflow")]
+    assert sum(lat) == 7 and _value(fams, "pulsar_storage_write_latency_count", **t) == 7
+    assert _value(fams, "pulsar_storage_write_latency_sum", **t) > 0
+    assert _value(fams, "pulsar_entry_size_le_128", **t) == 7
+    assert _value(fams, "pulsar_entry_size_count", **t) == 7
     # The in-process bookie, with BookKeeper's names: every add went through
     # the journal, each group with an fdatasync.
     adds = _sample(fams, "bookkeeper_server_ADD_ENTRY", "bookkeeper_server_ADD_ENTRY_count")
