@@ -147,8 +147,7 @@ void broker_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
     for (int i = 0; i < 64; i++) {
         struct sockaddr_in peer;
         socklen_t len = sizeof peer;
-        int fd =
-            accept4(w->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(w->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EINTR &&
                 !accept_pause_if_exhausted(&b->accept_pause, w, errno, "broker"))
@@ -601,18 +600,28 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
     conn_t *c = w->data;
     conn_ref(c);
     for (int rounds = 0; rounds < 16 && c->state != CONN_CLOSED && !c->reads_paused; rounds++) {
-        /* The frame being received needs its whole length in the buffer. */
-        size_t want = 16384;
-        if (c->rlen - c->rpos >= 4) {
+        /* The frame being received needs its whole length in the buffer; read
+         * 16 KiB at a time otherwise, but never ask for more room than the
+         * largest frame leaves (a nearly complete maximum-size frame needs
+         * only its last bytes). */
+        size_t have = c->rlen - c->rpos, want = 16384;
+        if (have >= 4) {
             uint8_t *p = c->rbuf + c->rpos;
             size_t total = ((size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]) + 4;
             if (total > max_frame_bytes(c)) {
                 conn_close(c, "frame larger than the maximum");
                 break;
             }
-            if (total > c->rlen - c->rpos && total - (c->rlen - c->rpos) > want)
-                want = total - (c->rlen - c->rpos);
+            if (total <= have) { /* complete (left while paused): handle it first */
+                conn_process(c);
+                continue;
+            }
+            if (total - have > want)
+                want = total - have;
         }
+        size_t room_max = max_frame_bytes(c) + 64 - have;
+        if (want > room_max)
+            want = room_max;
         if (rbuf_reserve(c, want) < 0) {
             conn_close(c, "read buffer limit");
             break;
