@@ -453,17 +453,26 @@ def test_cross_tenant_message_read_refused(secure):
     peek must be refused; naming the other topic's ledger id under one's own topic must
     not return the other topic's data."""
     adm = secure.client(pulsar.AuthenticationToken(token("admin")))
+    own_topic = topic_in("acme")
+    own_local = own_topic.rsplit("/", 1)[1]
     try:
+        # own topic's first ledger < the other topic's ledger < own topic's second
+        # ledger, so the other ledger id lies inside the own topic's range of ids
+        p = adm.create_producer(own_topic)
+        own_first = p.send(b"own message")
+        p.close()
         secret_topic = topic_in("other")
         sub = adm.subscribe(secret_topic, "s")
         mid = adm.create_producer(secret_topic).send(b"other tenant's secret")
-        own_topic = topic_in("acme")
-        adm.create_producer(own_topic).send(b"own message")
         sub.close()
+        r = secure.rest("PUT", f"/admin/v2/persistent/acme/ns/{own_local}/unload",
+                        role="admin")
+        assert r.status_code in (200, 204), r.text
+        own_second = adm.create_producer(own_topic).send(b"own message 2")
     finally:
         adm.close()
+    assert own_first.ledger_id() < mid.ledger_id() < own_second.ledger_id()
     other_local = secret_topic.rsplit("/", 1)[1]
-    own_local = own_topic.rsplit("/", 1)[1]
     base = "/admin/v2/persistent/other/ns/" + other_local
     for path in (f"{base}/examinemessage?initialPosition=earliest&messagePosition=1",
                  f"{base}/ledger/{mid.ledger_id()}/entry/{mid.entry_id()}",
@@ -475,6 +484,12 @@ def test_cross_tenant_message_read_refused(secure):
     r = secure.rest("GET", f"/admin/v2/persistent/acme/ns/{own_local}/ledger/"
                     f"{mid.ledger_id()}/entry/{mid.entry_id()}", role="consumer-role")
     assert b"other tenant's secret" not in r.content, r.status_code
+    assert r.status_code == 404, (r.status_code, r.content)
+    # while the own topic's own ids still answer
+    r = secure.rest("GET", f"/admin/v2/persistent/acme/ns/{own_local}/ledger/"
+                    f"{own_second.ledger_id()}/entry/{own_second.entry_id()}",
+                    role="consumer-role")
+    assert r.status_code == 200 and r.content == b"own message 2", (r.status_code, r.content)
     # a consumer seeking to the other topic's ledger id reads only its own topic
     cons = secure.client(pulsar.AuthenticationToken(token("consumer-role")))
     try:
