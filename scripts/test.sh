@@ -44,8 +44,8 @@ fi
 # long runs are recorded in docs/security.md and docs/protocol.md.
 if [ $quick -eq 0 ] && command -v clang >/dev/null 2>&1; then
   if CC=clang cmake -S . -B build-fuzz -G Ninja -DQUIRE_FUZZ=ON >/dev/null &&
-    ninja -C build-fuzz fuzz_frame fuzz_http_request fuzz_policy_json fuzz_jwt fuzz_journal >build-fuzz.log 2>&1; then
-    for f in frame http_request policy_json jwt journal; do
+    ninja -C build-fuzz fuzz_frame fuzz_http_request fuzz_policy_json fuzz_jwt fuzz_journal fuzz_entry_log >build-fuzz.log 2>&1; then
+    for f in frame http_request policy_json jwt journal entry_log; do
       scratch=$(mktemp -d)
       echo "== fuzz_$f (20 s)"
       if timeout 120 build-fuzz/tests/fuzz/fuzz_$f -max_total_time=20 -print_final_stats=0 \

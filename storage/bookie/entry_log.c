@@ -235,7 +235,8 @@ static int elog_load_idx(entry_log_t *log, const char *dir, elog_index_fn fn, vo
             uint64_t roff = get_le64(r + 16);
             uint32_t len = get_le32(r + 24);
             off += ELOG_IDX_RECORD_BYTES;
-            if (roff + ELOG_HEADER_BYTES + len > log->size) {
+            if (roff > log->size || log->size - roff < ELOG_HEADER_BYTES ||
+                log->size - roff - ELOG_HEADER_BYTES < len) { /* no overflow */
                 log_warn("bookie",
                          "%s: entry %" PRId64 ":%" PRId64 " points past the end of "
                          "its log; skipped",
