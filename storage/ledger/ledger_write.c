@@ -414,6 +414,20 @@ static void change_reread_done(int rc, const void *value, size_t len, const md_s
     }
 }
 
+/* A metadata write lost its compare-and-set: reads the ledger's metadata
+ * again into cb (which decides whether to retry). 0, or < 0 if the read could
+ * not be started. */
+static int md_reread(ledger_t *l, md_get_cb cb)
+{
+    char path[32];
+    ledger_md_path(l->id, path, sizeof path);
+    lobj_hold(&l->obj);
+    int rc = md_get(l->lc->md, path, cb, l);
+    if (rc < 0)
+        lobj_back(&l->obj);
+    return rc;
+}
+
 static void change_done(int rc, const md_stat_t *stat, void *arg)
 {
     ledger_t *l = arg;
@@ -423,18 +437,10 @@ static void change_done(int rc, const md_stat_t *stat, void *arg)
         change_commit(l, stat->version);
         return;
     }
-    if (rc != QE_BAD_VERSION) {
+    if (rc == QE_BAD_VERSION)
+        rc = md_reread(l, change_reread_done);
+    if (rc < 0)
         change_abort(l, rc);
-        return;
-    }
-    char path[32];
-    ledger_md_path(l->id, path, sizeof path);
-    lobj_hold(&l->obj);
-    rc = md_get(l->lc->md, path, change_reread_done, l);
-    if (rc < 0) {
-        lobj_back(&l->obj);
-        change_abort(l, rc);
-    }
 }
 
 static void change_write(ledger_t *l)
@@ -569,18 +575,10 @@ static void close_done(int rc, const md_stat_t *stat, void *arg)
         close_finish(l, l->fail_rc == QE_FENCED ? QE_FENCED : 0);
         return;
     }
-    if (rc != QE_BAD_VERSION) {
+    if (rc == QE_BAD_VERSION)
+        rc = md_reread(l, close_reread_done);
+    if (rc < 0)
         close_finish(l, rc);
-        return;
-    }
-    char path[32];
-    ledger_md_path(l->id, path, sizeof path);
-    lobj_hold(&l->obj);
-    rc = md_get(l->lc->md, path, close_reread_done, l);
-    if (rc < 0) {
-        lobj_back(&l->obj);
-        close_finish(l, rc);
-    }
 }
 
 static void close_write(ledger_t *l)
