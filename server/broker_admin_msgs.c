@@ -90,6 +90,15 @@ static ml_pos_t span_pos(const span_t *sp, size_t n, uint64_t idx)
     return ML_POS_LATEST;
 }
 
+static bool spans_hold(const span_t *sp, size_t n, ml_pos_t pos)
+{
+    for (size_t i = 0; i < n; i++)
+        if (sp[i].ledger_id == pos.ledger_id && pos.entry_id >= sp[i].first &&
+            pos.entry_id - sp[i].first < sp[i].count)
+            return true;
+    return false;
+}
+
 /* --------------------------------------------------------- read one entry -- */
 
 typedef struct read_op {
@@ -132,23 +141,16 @@ int broker_admin_read_message(broker_t *b, const char *topic, ml_pos_t pos,
     topic_t *t = broker_topic_find(b, topic);
     if (!t || !t->ml)
         return QE_NOT_FOUND;
-    ml_pos_t lac = ml_last_confirmed(t->ml), first = ml_first_position(t->ml);
-    if (pos.ledger_id < 0 || pos.entry_id < 0 || lac.ledger_id < 0 || ml_pos_cmp(pos, lac) > 0 ||
-        ml_pos_cmp(pos, first) < 0)
-        return QE_NOT_FOUND;
     /* Ledger ids are global: an id between this topic's first and last ledgers
      * may belong to another topic (CVE-2021-41571). Only this topic's own
-     * ledgers, within their written entries, name a message here. */
+     * ledgers, within their readable entries, name a message here. */
     span_t *sp;
     size_t nsp;
     uint64_t count;
     int rc = spans_build(t->ml, &sp, &nsp, &count);
     if (rc < 0)
         return rc;
-    bool mine = false;
-    for (size_t i = 0; i < nsp && !mine; i++)
-        mine = sp[i].ledger_id == pos.ledger_id && pos.entry_id >= sp[i].first &&
-               pos.entry_id < sp[i].first + sp[i].count;
+    bool mine = spans_hold(sp, nsp, pos);
     free(sp);
     if (!mine)
         return QE_NOT_FOUND;
