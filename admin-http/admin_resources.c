@@ -66,6 +66,48 @@ static void reply_stored_doc(admin_req_t *req, int rc, const void *value, size_t
     admin_reply_json(req, 200, doc);
 }
 
+static void doc_got(int rc, const void *value, size_t len, const md_stat_t *st, void *arg)
+{
+    (void)st;
+    admin_req_t *req = arg;
+    reply_stored_doc(req, rc, value, len, req->not_found_reason);
+}
+
+/* Answers the JSON document stored at req->path; missing is the 404 reason. */
+static void get_doc(admin_req_t *req, const char *missing)
+{
+    req->not_found_reason = missing;
+    int rc = md_get(req->a->md, req->path, doc_got, req);
+    if (rc < 0)
+        admin_reply_rc(req, rc, req->path);
+}
+
+static void names_listed(int rc, const char *const *children, size_t n, void *arg)
+{
+    reply_names(arg, rc, children, n, NULL);
+}
+
+/* Answers the names of md_path's children as a JSON array. */
+static void list_names(admin_req_t *req, const char *md_path)
+{
+    int rc = md_list(req->a->md, md_path, names_listed, req);
+    if (rc < 0)
+        admin_reply_rc(req, rc, md_path);
+}
+
+/* req->path = dir/<the route parameter param>; false (answered 412 with
+ * invalid) when the name is not valid. */
+static bool named_path(admin_req_t *req, const char *param, const char *invalid, const char *dir)
+{
+    const char *name = admin_param(req, param);
+    if (!admin_name_valid(name)) {
+        admin_reply_error(req, 412, "%s", invalid);
+        return false;
+    }
+    snprintf(req->path, sizeof req->path, "%s/%s", dir, name);
+    return true;
+}
+
 /* Replaces the whole document with req->doc. */
 static int mutate_replace(admin_req_t *req, json_t *doc, char *reason, size_t cap)
 {
@@ -123,42 +165,20 @@ static void delete_done(int rc, void *arg)
 
 /* --------------------------------------------------------------- clusters -- */
 
-static void clusters_listed(int rc, const char *const *children, size_t n, void *arg)
-{
-    reply_names(arg, rc, children, n, NULL);
-}
-
 void admin_clusters_list(admin_req_t *req)
 {
-    int rc = md_list(req->a->md, "/admin/clusters", clusters_listed, req);
-    if (rc < 0)
-        admin_reply_rc(req, rc, "clusters");
+    list_names(req, "/admin/clusters");
 }
 
 static bool cluster_path(admin_req_t *req)
 {
-    const char *c = admin_param(req, "cluster");
-    if (!admin_name_valid(c)) {
-        admin_reply_error(req, 412, "Cluster name is not valid");
-        return false;
-    }
-    snprintf(req->path, sizeof req->path, "/admin/clusters/%s", c);
-    return true;
-}
-
-static void cluster_got(int rc, const void *value, size_t len, const md_stat_t *st, void *arg)
-{
-    (void)st;
-    reply_stored_doc(arg, rc, value, len, "Cluster does not exist");
+    return named_path(req, "cluster", "Cluster name is not valid", "/admin/clusters");
 }
 
 void admin_cluster_get(admin_req_t *req)
 {
-    if (!cluster_path(req))
-        return;
-    int rc = md_get(req->a->md, req->path, cluster_got, req);
-    if (rc < 0)
-        admin_reply_rc(req, rc, "cluster");
+    if (cluster_path(req))
+        get_doc(req, "Cluster does not exist");
 }
 
 void admin_cluster_put(admin_req_t *req)
@@ -195,42 +215,20 @@ void admin_cluster_delete(admin_req_t *req)
 
 /* ---------------------------------------------------------------- tenants -- */
 
-static void tenants_listed(int rc, const char *const *children, size_t n, void *arg)
-{
-    reply_names(arg, rc, children, n, NULL);
-}
-
 void admin_tenants_list(admin_req_t *req)
 {
-    int rc = md_list(req->a->md, "/admin/policies", tenants_listed, req);
-    if (rc < 0)
-        admin_reply_rc(req, rc, "tenants");
+    list_names(req, "/admin/policies");
 }
 
 static bool tenant_path(admin_req_t *req)
 {
-    const char *t = admin_param(req, "tenant");
-    if (!admin_name_valid(t)) {
-        admin_reply_error(req, 412, "Tenant name is not valid");
-        return false;
-    }
-    snprintf(req->path, sizeof req->path, "/admin/policies/%s", t);
-    return true;
-}
-
-static void tenant_got(int rc, const void *value, size_t len, const md_stat_t *st, void *arg)
-{
-    (void)st;
-    reply_stored_doc(arg, rc, value, len, "Tenant does not exist");
+    return named_path(req, "tenant", "Tenant name is not valid", "/admin/policies");
 }
 
 void admin_tenant_get(admin_req_t *req)
 {
-    if (!tenant_path(req))
-        return;
-    int rc = md_get(req->a->md, req->path, tenant_got, req);
-    if (rc < 0)
-        admin_reply_rc(req, rc, "tenant");
+    if (tenant_path(req))
+        get_doc(req, "Tenant does not exist");
 }
 
 /* After the allowed clusters are known to exist: create or update. */
@@ -376,19 +374,10 @@ static bool namespace_path(admin_req_t *req)
     return true;
 }
 
-static void namespace_got(int rc, const void *value, size_t len, const md_stat_t *st, void *arg)
-{
-    (void)st;
-    reply_stored_doc(arg, rc, value, len, "Namespace does not exist");
-}
-
 void admin_namespace_get(admin_req_t *req)
 {
-    if (!namespace_path(req))
-        return;
-    int rc = md_get(req->a->md, req->path, namespace_got, req);
-    if (rc < 0)
-        admin_reply_rc(req, rc, "namespace");
+    if (namespace_path(req))
+        get_doc(req, "Namespace does not exist");
 }
 
 static void namespace_tenant_got(int rc, const void *value, size_t len, const md_stat_t *st,
