@@ -187,6 +187,15 @@ int perf_batch_add(perf_batch_t *b, const uint8_t *payload, size_t len, const ch
 void perf_batch_reset(perf_batch_t *b);
 void perf_batch_free(perf_batch_t *b);
 
+/* SingleMessageMetadata {partition_key (if key), payload_size, sequence_id}
+ * written by hand into p (room for 33 + strlen(key) bytes); returns its size.
+ * The same bytes protobuf-c packs. */
+size_t perf_smm_encode(uint8_t *p, const char *key, size_t payload_size, uint64_t seq);
+/* The payload_size of a packed SingleMessageMetadata of len bytes, skipping
+ * every other field. 0, or QE_CORRUPT (truncated, bad wire type, no
+ * payload_size). */
+int perf_smm_payload_size(const uint8_t *p, size_t len, int32_t *payload_size);
+
 /* The SEND frame of batch b: CommandSend {producer_id, sequence_id =
  * first_seq, highest_sequence_id, num_messages} and MessageMetadata
  * {producer_name, sequence_id, publish_time, compression, uncompressed_size,

@@ -378,28 +378,111 @@ static uint32_t rd32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* SingleMessageMetadata is written and read by hand: it is the one message
+ * quire-perf handles per message (not per batch), and protobuf-c's generic
+ * pack/unpack of it was the load generator's largest cost at small sizes.
+ * The bytes are protobuf-c's (fields in number order): partition_key (2),
+ * payload_size (3), sequence_id (8). tests/unit/perf checks them against
+ * protobuf-c both ways. */
+static size_t varint_put(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+static int varint_get(const uint8_t *p, size_t len, size_t *o, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; shift < 64 && *o < len; shift += 7) {
+        uint8_t c = p[(*o)++];
+        *v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80))
+            return 0;
+    }
+    return QE_CORRUPT;
+}
+
+/* Upper bound of smm_encode's output for a key of klen bytes. */
+#define SMM_MAX(klen) (1 + 10 + (klen) + 1 + 10 + 1 + 10)
+
+size_t perf_smm_encode(uint8_t *p, const char *key, size_t payload_size, uint64_t seq)
+{
+    size_t n = 0;
+    if (key) {
+        size_t k = strlen(key);
+        p[n++] = 2 << 3 | 2;
+        n += varint_put(p + n, k);
+        memcpy(p + n, key, k);
+        n += k;
+    }
+    p[n++] = 3 << 3 | 0;
+    n += varint_put(p + n, (uint64_t)(int64_t)(int32_t)payload_size); /* int32: sign-extended */
+    p[n++] = 8 << 3 | 0;
+    n += varint_put(p + n, seq);
+    return n;
+}
+
+int perf_smm_payload_size(const uint8_t *p, size_t len, int32_t *payload_size)
+{
+    size_t o = 0;
+    bool have = false;
+    while (o < len) {
+        uint64_t tag, v;
+        if (varint_get(p, len, &o, &tag) != 0 || tag >> 3 == 0)
+            return QE_CORRUPT;
+        switch (tag & 7) {
+        case 0:
+            if (varint_get(p, len, &o, &v) != 0)
+                return QE_CORRUPT;
+            if (tag >> 3 == 3) {
+                *payload_size = (int32_t)v;
+                have = true;
+            }
+            break;
+        case 1:
+            if (len - o < 8)
+                return QE_CORRUPT;
+            o += 8;
+            break;
+        case 2:
+            if (varint_get(p, len, &o, &v) != 0 || v > len - o)
+                return QE_CORRUPT;
+            o += (size_t)v;
+            break;
+        case 5:
+            if (len - o < 4)
+                return QE_CORRUPT;
+            o += 4;
+            break;
+        default:
+            return QE_CORRUPT;
+        }
+    }
+    return have ? 0 : QE_CORRUPT; /* payload_size is required */
+}
+
 int perf_batch_add(perf_batch_t *b, const uint8_t *payload, size_t len, const char *key,
                    uint64_t seq, uint64_t now_ns)
 {
     if (!b->batching && b->n > 0)
         return QE_TOO_LARGE;
     size_t need = len;
-    Pulsar__Proto__SingleMessageMetadata smm = PULSAR__PROTO__SINGLE_MESSAGE_METADATA__INIT;
-    if (b->batching) {
-        smm.payload_size = (int32_t)len;
-        smm.partition_key = (char *)key;
-        smm.has_sequence_id = 1;
-        smm.sequence_id = seq;
-        need += 4 + pulsar__proto__single_message_metadata__get_packed_size(&smm);
-    }
+    if (b->batching)
+        need += 4 + SMM_MAX(key ? strlen(key) : 0);
     int rc = perf_scratch_reserve(&b->raw, b->len + need);
     if (rc != 0)
         return rc;
     uint8_t *p = b->raw.p + b->len;
     if (b->batching) {
-        size_t m = pulsar__proto__single_message_metadata__pack(&smm, p + 4);
+        size_t m = perf_smm_encode(p + 4, key, len, seq);
         wr32(p, (uint32_t)m);
         p += 4 + m;
+        need = 4 + m + len;
     }
     memcpy(p, payload, len);
     b->len += need;
@@ -484,13 +567,10 @@ static int parse_batch(const uint8_t *p, size_t len, uint32_t n,
         o += 4;
         if (m > len - o)
             return QE_CORRUPT;
-        Pulsar__Proto__SingleMessageMetadata *smm =
-            pulsar__proto__single_message_metadata__unpack(NULL, m, p + o);
-        if (!smm)
+        int32_t size;
+        if (perf_smm_payload_size(p + o, m, &size) != 0)
             return QE_CORRUPT;
         o += m;
-        int32_t size = smm->payload_size;
-        pulsar__proto__single_message_metadata__free_unpacked(smm, NULL);
         if (size < 0 || (size_t)size > len - o)
             return QE_CORRUPT;
         if (on_msg)

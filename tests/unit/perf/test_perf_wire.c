@@ -264,6 +264,65 @@ static void test_batches(void)
     CU_ASSERT_EQUAL(perf_encode_send(&empty, 1, "p", 0, 0, &z, &q), QE_INVALID);
 }
 
+/* The hand-written SingleMessageMetadata agrees with protobuf-c both ways. */
+static void test_smm_by_hand(void)
+{
+    const char *keys[] = {NULL, "", "key-17", "a-key-of-thirty-one-characters!"};
+    const size_t sizes[] = {0, 1, 127, 128, 100000, 5u << 20};
+    const uint64_t seqs[] = {0, 1, 300, UINT64_MAX};
+    for (size_t k = 0; k < 4; k++)
+        for (size_t z = 0; z < 6; z++)
+            for (size_t q = 0; q < 4; q++) {
+                uint8_t mine[64], theirs[64];
+                size_t n = perf_smm_encode(mine, keys[k], sizes[z], seqs[q]);
+                Pulsar__Proto__SingleMessageMetadata smm =
+                    PULSAR__PROTO__SINGLE_MESSAGE_METADATA__INIT;
+                smm.partition_key = (char *)keys[k];
+                smm.payload_size = (int32_t)sizes[z];
+                smm.has_sequence_id = 1;
+                smm.sequence_id = seqs[q];
+                CU_ASSERT_FATAL(pulsar__proto__single_message_metadata__get_packed_size(&smm) == n);
+                pulsar__proto__single_message_metadata__pack(&smm, theirs);
+                CU_ASSERT(memcmp(mine, theirs, n) == 0);
+                int32_t got = -1;
+                CU_ASSERT(perf_smm_payload_size(mine, n, &got) == 0);
+                CU_ASSERT(got == (int32_t)sizes[z]);
+            }
+    /* other fields are skipped: properties, ordering key, event time, flags */
+    Pulsar__Proto__KeyValue kv = PULSAR__PROTO__KEY_VALUE__INIT, *kvs[] = {&kv};
+    kv.key = "k";
+    kv.value = "v";
+    Pulsar__Proto__SingleMessageMetadata smm = PULSAR__PROTO__SINGLE_MESSAGE_METADATA__INIT;
+    smm.n_properties = 1;
+    smm.properties = kvs;
+    smm.payload_size = 42;
+    smm.has_event_time = 1;
+    smm.event_time = 1234567;
+    smm.has_ordering_key = 1;
+    smm.ordering_key = (ProtobufCBinaryData){3, (uint8_t *)"abc"};
+    smm.has_null_value = 1;
+    smm.null_value = 1;
+    uint8_t buf[128];
+    size_t n = pulsar__proto__single_message_metadata__pack(&smm, buf);
+    int32_t got = -1;
+    CU_ASSERT(perf_smm_payload_size(buf, n, &got) == 0 && got == 42);
+    /* every truncation of it is refused, never read past */
+    for (size_t cut = 0; cut < n; cut++) {
+        int rc = perf_smm_payload_size(buf, cut, &got);
+        if (rc == 0) /* a cut between fields after payload_size still parses */
+            CU_ASSERT(got == 42);
+    }
+    /* no payload_size, bad wire types: refused */
+    uint8_t none[] = {0x40, 0x01};
+    CU_ASSERT(perf_smm_payload_size(none, sizeof none, &got) == QE_CORRUPT);
+    uint8_t badwt[] = {0x1b, 0x01};
+    CU_ASSERT(perf_smm_payload_size(badwt, sizeof badwt, &got) == QE_CORRUPT);
+    uint8_t longvar[12];
+    memset(longvar, 0xff, sizeof longvar);
+    longvar[0] = 0x18;
+    CU_ASSERT(perf_smm_payload_size(longvar, sizeof longvar, &got) == QE_CORRUPT);
+}
+
 void perf_register_wire(void)
 {
     CU_pSuite s = CU_add_suite("perf_wire", NULL, NULL);
@@ -272,4 +331,5 @@ void perf_register_wire(void)
     CU_add_test(s, "payload stamp", test_payload_stamp);
     CU_add_test(s, "compression codecs", test_codecs);
     CU_add_test(s, "batches round trip", test_batches);
+    CU_add_test(s, "SingleMessageMetadata by hand", test_smm_by_hand);
 }
