@@ -17,11 +17,13 @@ Fixtures:
   client       a pulsar.Client on `quire`, closed after the test.
   topic        a unique persistent topic name for the test.
 """
+import ctypes
 import os
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import shutil
 import uuid
@@ -81,6 +83,23 @@ def _tail(path, lines=LOG_TAIL_LINES):
         return f"(no log: {e})"
 
 
+def _die_with_parent():
+    """A preexec_fn that has the kernel SIGKILL the server when pytest dies, so a
+    pytest killed by an outer timeout leaves no server behind (PR_SET_PDEATHSIG).
+    The signal follows the forking *thread*: only set from the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+    def preexec():
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+    return preexec
+
+
 class QuireServer:
     """One `quire standalone` process on 127.0.0.1, free ports, its own data dir."""
 
@@ -118,7 +137,8 @@ class QuireServer:
         log.write(f"\n===== start #{self.starts}: {' '.join(self.command())}\n".encode())
         log.flush()
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=_die_with_parent())
         log.close()
         deadline = time.monotonic() + timeout
         while True:
