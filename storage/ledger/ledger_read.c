@@ -71,11 +71,15 @@ static void read_finish_posted(void *arg)
     ledger_read_op_t *op = arg;
     if (!lobj_back(&op->obj))
         return;
+    /* Held across the callback: the caller may release the ledger in it, which
+     * kills its reads, this one included; the entries must outlive the call. */
+    lobj_hold(&op->obj);
     if (op->rc < 0)
         op->cb(op->rc, op->first, NULL, 0, op->arg);
     else
         op->cb(0, op->first, op->entries, op->n, op->arg);
-    lobj_kill(&op->obj);
+    if (lobj_back(&op->obj))
+        lobj_kill(&op->obj);
 }
 
 static void read_finish(ledger_read_op_t *op, int rc)

@@ -772,6 +772,45 @@ static void test_reader_of_open_ledger(void)
     env_teardown(&t);
 }
 
+/* A reader that drops its ledger handle inside the read's callback (the
+ * managed ledger's temporary handles do): the entries handed to the callback
+ * stay valid for the whole call, and nothing is used after it is freed (ASan). */
+typedef struct release_reader {
+    reader_t r;
+    ledger_t *l;
+} release_reader_t;
+
+static void read_release_cb(int rc, int64_t first, qbuf_t *const *entries, size_t n, void *arg)
+{
+    release_reader_t *rr = arg;
+    ledger_release(rr->l); /* the last reference: kills the ledger and its reads */
+    rr->l = NULL;
+    read_cb(rc, first, entries, n, &rr->r); /* reads every entry's bytes after */
+}
+
+static void test_release_in_read_callback(void)
+{
+    env_t t;
+    env_setup(&t, 3, 5000);
+    ledger_t *l = create_ledger(&t, t.lc, 3, 3, 2);
+    int64_t lid = ledger_id(l);
+    memset(&adds_buf, 0, sizeof adds_buf);
+    TEST_REQUIRE(add_entries(l, &adds_buf, 0, 7, 64) == 0);
+    TEST_REQUIRE(adds_wait(&t, &adds_buf, 8));
+    CU_ASSERT_EQUAL(close_ledger(&t, l), 0);
+    int rc;
+    release_reader_t rr = {.r = {.extra = 64, .lid = lid}};
+    rr.l = open_ledger(&t, t.lc, lid, LEDGER_OPEN_NO_RECOVERY, &rc);
+    TEST_REQUIRE(rc == 0 && rr.l);
+    TEST_REQUIRE(ledger_read(rr.l, 0, 7, read_release_cb, &rr) == 0);
+    TEST_REQUIRE(test_run_until(t.loop, &rr.r.done, WAIT_S));
+    CU_ASSERT_EQUAL(rr.r.rc, 0);
+    CU_ASSERT_EQUAL(rr.r.n, 8);
+    CU_ASSERT_TRUE(rr.r.content_ok);
+    CU_ASSERT_PTR_NULL(rr.l);
+    env_teardown(&t);
+}
+
 static void test_read_bounds_and_failover(void)
 {
     env_t t;
@@ -1232,6 +1271,7 @@ static void register_suites(void)
     CU_add_test(s, "ensemble change after recovery", test_ensemble_change_after_recovery);
     CU_add_test(s, "recovery with silent bookie", test_recovery_with_silent_bookie);
     CU_add_test(s, "recover empty ledger", test_recover_empty_ledger);
+    CU_add_test(s, "ledger released in its read callback", test_release_in_read_callback);
     CU_add_test(s, "ensemble changes bounded", test_ensemble_changes_bounded);
     CU_pSuite b = CU_add_suite("ledger_local_bookie", NULL, NULL);
     CU_add_test(b, "10000 entries on a local bookie", test_local_bookie_10000_entries);
