@@ -200,6 +200,14 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.journal_sync = sync;
+    int64_t large = 0;
+    if (qconfig_get_int(sa->conf, "journalLargeEntryThreshold", bc.journal_large_entry_bytes, 0,
+                        BOOKIE_LARGE_ENTRY_BYTES_MAX, &large) < 0) {
+        log_error("standalone", "journalLargeEntryThreshold: expected 0..%u bytes",
+                  BOOKIE_LARGE_ENTRY_BYTES_MAX);
+        return QE_INVALID;
+    }
+    bc.journal_large_entry_bytes = (uint32_t)large;
     rc = bookie_open(sa->loop, &bc, &sa->bookie);
     if (rc < 0) {
         log_error("standalone", "bookie %s: %s", path, q_strerror(rc));

@@ -9,6 +9,8 @@
  *   offset      type        ledger       entry         lac     length  crc
  *   0           ADD              7           0          -1       1000  ok
  *   1040        FENCE            7          -1          -1          0  ok
+ *   1080        ADD_REF          7           1           0         24  ok
+ *               -> entry log 00000003 offset 0 length 65536 crc 1a2b3c4d (not checked here)
  *   ...
  *   end of records at offset 2080 (zeros up to the file size 4194304)
  *
@@ -44,6 +46,8 @@ static const char *type_name(uint32_t t)
         return "DELETE";
     case JREC_CHECKPOINT:
         return "CHECKPOINT";
+    case JREC_ADD_REF:
+        return "ADD_REF";
     default:
         return "?";
     }
@@ -93,6 +97,14 @@ static int dump_map(const char *path, const uint8_t *map, uint64_t size, bool pa
         if (get_le32(p + 12) == JREC_ADD) {
             adds++;
             add_bytes += get_le32(p + 4);
+        } else if (get_le32(p + 12) == JREC_ADD_REF) {
+            journal_ref_t ref;
+            journal_ref_decode(p + JOURNAL_HEADER_BYTES, &ref);
+            printf("            -> entry log %08" PRIx32 " offset %" PRIu64 " length %" PRIu32
+                   " crc %08" PRIx32 " (not checked here)\n",
+                   ref.log_id, ref.offset, ref.length, ref.crc);
+            adds++;
+            add_bytes += ref.length;
         }
         off += (uint64_t)n;
     }

@@ -7,7 +7,8 @@
  * figures can be compared with what the disk can do.
  *
  *   storage-bench [--dir DIR] [--sizes 100,1024,65536] [--seconds S]
- *                 [--inflight N] [--rate R]
+ *                 [--inflight N] [--rate R] [--large-entry-bytes B]
+ *                 [--group-bytes B]
  *
  * --rate R: adds are issued at a fixed R per second and latency is measured
  * from each add's scheduled time (no coordinated omission): this is the
@@ -15,10 +16,17 @@
  * latency printed then is mostly queueing behind the other N-1 adds (Little's
  * law: N / throughput) and says how deep the queue was, not how fast an add is.
  *
+ * --large-entry-bytes B: the bookie's journal_large_entry_bytes (default: the
+ * bookie's default, 16 KiB; 0 turns it off): entries at least this large are
+ * written once, to a direct entry log, with a reference in the journal.
+ * --group-bytes B: the bookie's journal_group_bytes_max (default 512 KiB).
+ *
  * After each run the bookie's own counters are printed: journal fdatasyncs,
- * their mean duration, adds per fdatasync (the group commit batch) and the
- * bytes written to entry logs, so a result can be explained (every entry is
- * written twice on the data disk: journal, then entry log).
+ * their mean duration, adds per fdatasync (the group commit batch), direct
+ * entry log fdatasyncs and bytes, the bytes written to entry logs, and all
+ * bytes the bookie wrote to the disk per second, so a result can be explained
+ * (an entry below the threshold is written twice on the data disk: journal,
+ * then entry log; a large one once, plus a 64-byte journal reference).
  */
 #include <errno.h>
 #include <ev.h>
@@ -240,6 +248,14 @@ static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, doub
     double secs = (double)(b.end_ns - b.start_ns) / 1e9;
     uint64_t syncs = st1.journal_syncs - st0.journal_syncs;
     uint64_t sync_us = st1.journal_sync_us_total - st0.journal_sync_us_total;
+    uint64_t dsyncs = st1.direct_syncs - st0.direct_syncs;
+    uint64_t dsync_us = st1.direct_sync_us_total - st0.direct_sync_us_total;
+    uint64_t dbytes = st1.direct_bytes - st0.direct_bytes;
+    double elog_mb = ((double)st1.entry_log_bytes - (double)st0.entry_log_bytes) / 1e6;
+    /* journal bytes: records are 40-byte headers + payload, or 64-byte references */
+    double direct_adds = dbytes ? (double)dbytes / (double)(size + 32) : 0.0;
+    double jbytes = ((double)b.acked - direct_adds) * (double)(size + 40) + direct_adds * 64.0;
+    double flushed_mb = elog_mb - (double)dbytes / 1e6;
     if (rate > 0)
         printf("fixed rate %.0f/s: ", rate);
     else
@@ -252,10 +268,15 @@ static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, doub
            (unsigned long long)hist_percentile(&b.hist, 99.9), (unsigned long long)b.hist.max,
            (unsigned long long)b.acked, (unsigned long long)b.failed);
     printf("    bookie: %llu journal fdatasyncs, mean %.0f us (%.0f%% of the run), %.1f adds per "
-           "fdatasync; entry logs grew %.1f MB\n",
+           "fdatasync; direct log: %llu fdatasyncs, write+sync mean %.0f us, %.1f MB; entry logs "
+           "grew %.1f MB (%.1f MB by flushes); bytes written ~%.1f MB/s (journal %.1f + direct "
+           "%.1f + flushed %.1f)\n",
            (unsigned long long)syncs, syncs ? (double)sync_us / (double)syncs : 0.0,
            (double)sync_us / 1e4 / secs, syncs ? (double)b.acked / (double)syncs : 0.0,
-           ((double)st1.entry_log_bytes - (double)st0.entry_log_bytes) / 1e6);
+           (unsigned long long)dsyncs, dsyncs ? (double)dsync_us / (double)dsyncs : 0.0,
+           (double)dbytes / 1e6, elog_mb, flushed_mb,
+           (jbytes + (double)dbytes + flushed_mb * 1e6) / 1e6 / secs, jbytes / 1e6 / secs,
+           (double)dbytes / 1e6 / secs, flushed_mb / secs);
     fflush(stdout);
     bool closed = false;
     if (ledger_close(b.ledger, closed_cb, &closed) == 0)
@@ -270,6 +291,7 @@ int main(int argc, char **argv)
     const char *dir = NULL, *sizes = "100,1024,65536";
     double seconds = 5, rate = 0;
     int inflight = 1000;
+    long large_entry_bytes = -1, group_bytes = -1; /* -1: the bookie's default */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
             dir = argv[++i];
@@ -281,9 +303,14 @@ int main(int argc, char **argv)
             inflight = atoi(argv[++i]);
         else if (strcmp(argv[i], "--rate") == 0 && i + 1 < argc)
             rate = atof(argv[++i]);
+        else if (strcmp(argv[i], "--large-entry-bytes") == 0 && i + 1 < argc)
+            large_entry_bytes = atol(argv[++i]);
+        else if (strcmp(argv[i], "--group-bytes") == 0 && i + 1 < argc)
+            group_bytes = atol(argv[++i]);
         else {
             fprintf(stderr, "usage: storage-bench [--dir DIR] [--sizes 100,1024,65536] "
-                            "[--seconds S] [--inflight N] [--rate R]\n");
+                            "[--seconds S] [--inflight N] [--rate R] "
+                            "[--large-entry-bytes B] [--group-bytes B]\n");
             return 2;
         }
     }
@@ -307,6 +334,13 @@ int main(int argc, char **argv)
     mkdir(path, 0755);
     bc.data_dir = path;
     bc.journal_sync = true;
+    if (large_entry_bytes >= 0)
+        bc.journal_large_entry_bytes = (uint32_t)large_entry_bytes;
+    if (group_bytes > 0)
+        bc.journal_group_bytes_max = (uint32_t)group_bytes;
+    printf("bookie: journal_large_entry_bytes %u (entries this large are written once), "
+           "journal_group_bytes_max %u\n",
+           bc.journal_large_entry_bytes, bc.journal_group_bytes_max);
     if (rc == 0)
         rc = bookie_open(loop, &bc, &bk);
     bench_bookie = bk;

@@ -6,10 +6,13 @@
  * State machine of the write path, per add:
  *   bookie_add        refused synchronously (QE_FENCED, QE_BUSY, ...) or put
  *                     in a journal ring slot (the slot holds a qbuf reference)
- *   journal thread    written + fdatasynced with its group
+ *   journal thread    written + fdatasynced with its group (a large entry:
+ *                     its record to the direct entry log, an ADD_REF to the
+ *                     journal, both fdatasynced)
  *   bookie_group_done on the loop: entry moved into the active write cache,
  *                     LAC / last entry updated, callback with rc
- *   flush             active cache frozen, written to an entry log, indexed
+ *   flush             active cache frozen, written to an entry log (a large
+ *                     entry: only its idx record, to its direct log), indexed
  * Fencing and deletion change the in-memory flags at once (so later adds are
  * refused at once) and answer only after their journal record is synced.
  *
@@ -49,6 +52,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .pending_adds_max = 100000,
         .gc_compact_ratio = 0.5,
         .gc_interval_ms = 60000,
+        .journal_large_entry_bytes = 16u << 10,
     };
 }
 
@@ -276,7 +280,8 @@ static void bookie_apply_completed(bookie_t *bk, journal_req_t *r, int rc)
         r->rc = QE_NO_LEDGER; /* deleted while the add was in the journal */
         return;
     }
-    if (write_cache_put(bk->active, r->ledger_id, r->entry_id, r->data) != 0) {
+    if (write_cache_put_at(bk->active, r->ledger_id, r->entry_id, r->data, r->log_id, r->log_off) !=
+        0) {
         log_error("bookie", "out of memory in the write cache");
         abort(); /* the entry is durable in the journal: failing it would be a lie */
     }
@@ -628,6 +633,8 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
 {
     *out = bk->stats;
     journal_get_stats(bk->journal, &out->journal_syncs, &out->journal_sync_us_total);
+    journal_get_direct_stats(bk->journal, &out->direct_syncs, &out->direct_sync_us_total,
+                             &out->direct_bytes);
     pthread_mutex_lock(&bk->lock);
     out->ledgers = bk->ledgers.live;
     out->entry_logs = bk->logs.count;
@@ -665,6 +672,60 @@ static int bookie_rebuild_entry(void *ctx, int64_t ledger_id, int64_t entry_id, 
     return ledger_index_put(l, entry_id, log_id, offset, length);
 }
 
+/* Replay of an add: data (a new reference, taken over) into the write cache,
+ * at its direct log location when log_id != 0. */
+static int bookie_replay_put(bookie_t *bk, ledger_t *l, const journal_record_t *rec, qbuf_t *data,
+                             uint32_t log_id, uint64_t log_off)
+{
+    if (l->deleted) {
+        qbuf_unref(data);
+        return 0;
+    }
+    if (!data ||
+        write_cache_put_at(bk->active, rec->ledger_id, rec->entry_id, data, log_id, log_off) != 0) {
+        qbuf_unref(data);
+        return -ENOMEM;
+    }
+    ledger_set_dirty(&bk->ledgers, l);
+    if (rec->lac > l->lac)
+        l->lac = rec->lac;
+    if (rec->entry_id > l->last_entry)
+        l->last_entry = rec->entry_id;
+    if (bk->active->bytes >= bk->cfg.write_cache_bytes) { /* flush, no checkpoint yet */
+        int rc = flush_run(bk, bk->active, (journal_pos_t){0, 0}, false);
+        write_cache_clear(bk->active);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* An ADD_REF: its entry-log record must be there and match, else the
+ * reference belongs to a group that was never acknowledged (the record was
+ * torn by the crash) and the journal ends here. */
+static int bookie_replay_ref(bookie_t *bk, ledger_t *l, const journal_record_t *rec)
+{
+    journal_ref_t ref;
+    journal_ref_decode(rec->payload, &ref);
+    const entry_log_t *log = log_table_find(&bk->logs, ref.log_id);
+    qbuf_t *b = NULL;
+    int rc = log ? entry_log_read_expect(log, ref.offset, ref.length, rec->ledger_id, rec->entry_id,
+                                         ref.crc, &b)
+                 : QE_CORRUPT;
+    if (rc == QE_CORRUPT) {
+        log_warn("bookie",
+                 "journal %016" PRIx64 ":%" PRIu64 ": entry %" PRId64 ":%" PRId64
+                 " refers to entry log %08" PRIx32 " offset %" PRIu64 ", %s: "
+                 "never acknowledged; not served",
+                 rec->pos.seq, rec->pos.off, rec->ledger_id, rec->entry_id, ref.log_id, ref.offset,
+                 log ? "which does not hold it intact" : "which does not exist");
+        return JOURNAL_REPLAY_END;
+    }
+    if (rc)
+        return rc; /* an I/O error proves nothing: fail the open, truncate nothing */
+    return bookie_replay_put(bk, l, rec, b, ref.log_id, ref.offset);
+}
+
 static int bookie_replay_record(void *ctx, const journal_record_t *rec)
 {
     bookie_t *bk = ctx;
@@ -680,23 +741,10 @@ static int bookie_replay_record(void *ctx, const journal_record_t *rec)
     } else if (rec->type == JREC_DELETE) {
         ledger_mark_deleted(&bk->ledgers, l);
         write_cache_drop_ledger(bk->active, rec->ledger_id);
+    } else if (rec->type == JREC_ADD_REF) {
+        return bookie_replay_ref(bk, l, rec);
     } else if (!l->deleted) {
-        qbuf_t *b = qbuf_copy(rec->payload, rec->len);
-        if (!b || write_cache_put(bk->active, rec->ledger_id, rec->entry_id, b) != 0) {
-            qbuf_unref(b);
-            return -ENOMEM;
-        }
-        ledger_set_dirty(&bk->ledgers, l);
-        if (rec->lac > l->lac)
-            l->lac = rec->lac;
-        if (rec->entry_id > l->last_entry)
-            l->last_entry = rec->entry_id;
-        if (bk->active->bytes >= bk->cfg.write_cache_bytes) { /* flush, no checkpoint yet */
-            int rc = flush_run(bk, bk->active, (journal_pos_t){0, 0}, false);
-            write_cache_clear(bk->active);
-            if (rc)
-                return rc;
-        }
+        return bookie_replay_put(bk, l, rec, qbuf_copy(rec->payload, rec->len), 0, 0);
     }
     return 0;
 }
@@ -714,9 +762,13 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
     bk->meta_records = records;
     if (rc == 0)
         rc = log_table_load(&bk->logs, bk->ldir, bookie_rebuild_entry, bk, &next_log);
+    (void)next_log; /* also in bk->logs.next_id */
     if (rc == 0)
         rc = elog_writer_init(&bk->writer, bk->ldir, bk->cfg.entry_log_size_bytes, &bk->lock,
-                              &bk->logs, next_log);
+                              &bk->logs);
+    if (rc == 0)
+        rc = elog_direct_init(&bk->direct, bk->ldir, bk->cfg.entry_log_size_bytes, &bk->lock,
+                              &bk->logs);
     if (rc == 0)
         rc = meta_file_open(bk);
     if (rc == 0)
@@ -787,6 +839,7 @@ static void bookie_free(bookie_t *bk)
     ledger_table_free(&bk->ledgers);
     log_table_free(&bk->logs);
     elog_writer_free(&bk->writer);
+    elog_direct_free(&bk->direct);
     if (bk->meta_fd >= 0)
         close(bk->meta_fd);
     pthread_mutex_destroy(&bk->lock);
@@ -854,7 +907,9 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
                            cfg->journal_group_bytes_max,
                            cfg->journal_group_entries_max,
                            cfg->journal_file_size_bytes,
-                           cfg->pending_adds_max + BOOKIE_RING_HEADROOM};
+                           cfg->pending_adds_max + BOOKIE_RING_HEADROOM,
+                           cfg->journal_large_entry_bytes,
+                           &bk->direct};
     if (rc == 0)
         rc = journal_open(&jc, seq, bk->mb, bookie_group_done, bk, &bk->journal);
     if (rc == 0)

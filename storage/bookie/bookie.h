@@ -36,6 +36,8 @@
 
 typedef struct bookie bookie_t;
 
+#define BOOKIE_LARGE_ENTRY_BYTES_MAX (32u << 20) /* journal_large_entry_bytes at most */
+
 typedef struct bookie_config {
     const char *data_dir;               /* journal/ and ledgers/ are created below */
     bool journal_sync;                  /* fdatasync before acknowledging (journalSyncData) */
@@ -50,6 +52,12 @@ typedef struct bookie_config {
     uint32_t pending_adds_max;          /* adds queued beyond this get QE_BUSY (100000) */
     double gc_compact_ratio;            /* compact logs with less live data than this (0.5) */
     uint32_t gc_interval_ms;            /* garbage collection period (60000) */
+    /* Adds of at least this many bytes are written once: to a "direct" entry
+     * log by the journal thread (fdatasynced before the acknowledgement, like
+     * the journal), with only a reference in the journal, and are never copied
+     * again by the flush (journalLargeEntryThreshold; 16 KiB; 0: every entry
+     * is journaled whole and copied to an entry log later). */
+    uint32_t journal_large_entry_bytes;
 } bookie_config_t;
 
 void bookie_config_defaults(bookie_config_t *cfg);
@@ -107,6 +115,9 @@ typedef struct bookie_stats {
     uint64_t entry_log_bytes;
     uint64_t gc_logs_removed;
     uint64_t gc_logs_compacted;
+    uint64_t direct_syncs;         /* fdatasync calls on direct entry logs */
+    uint64_t direct_sync_us_total; /* time in direct log writes + fdatasyncs */
+    uint64_t direct_bytes;         /* bytes written to direct entry logs */
 } bookie_stats_t;
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);
 

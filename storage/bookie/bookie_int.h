@@ -13,13 +13,20 @@
  *                   never across I/O.
  *   flush thread  — entry log writer, ledgers.meta fd, per-log ledger maps;
  *                   runs flushes and GC passes one at a time (never both).
- *   journal thread— journal files (journal.c).
+ *   journal thread— journal files (journal.c) and the direct entry log
+ *                   writer (large entries written once; entry_log.h).
  *
  * Checkpoint rule: when the loop freezes the active write cache it records
  * cp = acked_pos, the journal end after the last group it completed. Every add
  * acknowledged before cp is in the frozen cache or already in an entry log, so
  * once the frozen cache, the index and ledgers.meta are durable, replay can
- * start at cp and journal files before cp.seq can be deleted.
+ * start at cp and journal files before cp.seq can be deleted. An entry the
+ * journal thread wrote to a direct log is in the frozen cache too, with its
+ * location: the flush appends its idx record to that log's .idx (durable)
+ * instead of copying it, so after the checkpoint the index finds it without
+ * the journal's ADD_REF. GC leaves a direct log alone while an ADD_REF into
+ * it may still be replayed (pinned until the durable checkpoint cp_durable
+ * is past its seal position).
  */
 #ifndef QUIRE_STORAGE_BOOKIE_INT_H
 #define QUIRE_STORAGE_BOOKIE_INT_H
@@ -40,6 +47,7 @@
 #define BOOKIE_GC_WAITERS_MAX 64
 #define BOOKIE_RING_HEADROOM 1024 /* ring slots beyond pending_adds_max for fence/delete */
 #define BOOKIE_CHECKPOINT_FILE "checkpoint"
+#define BOOKIE_CHECKPOINT_VERSION_MAX 2 /* 2: the journal may hold ADD_REF records */
 
 typedef struct gc_waiter {
     bookie_done_cb cb;
@@ -53,6 +61,7 @@ struct bookie {
     qloop_mailbox_t *mb;
     qexec_t *readers;
     journal_t *journal;
+    elog_direct_t direct; /* journal thread (once open) */
 
     pthread_mutex_t lock;
     ledger_table_t ledgers;
@@ -87,6 +96,7 @@ struct bookie {
     journal_pos_t job_cp;
     bool job_flush, job_gc, flusher_stopping;
     elog_writer_t writer;
+    journal_pos_t cp_durable; /* the checkpoint file's position (GC unpins direct logs) */
     int meta_fd;
     uint64_t meta_size, meta_records;
     bool meta_rewrite; /* tombstones collected: rewrite ledgers.meta */

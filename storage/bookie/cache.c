@@ -76,6 +76,12 @@ static int wc_grow(write_cache_t *wc)
 
 int write_cache_put(write_cache_t *wc, int64_t ledger_id, int64_t entry_id, qbuf_t *data)
 {
+    return write_cache_put_at(wc, ledger_id, entry_id, data, 0, 0);
+}
+
+int write_cache_put_at(write_cache_t *wc, int64_t ledger_id, int64_t entry_id, qbuf_t *data,
+                       uint32_t log_id, uint64_t log_off)
+{
     assert(data != NULL);
     if (wc->nslots) {
         uint32_t *s = wc_find_slot(wc, ledger_id, entry_id);
@@ -86,6 +92,8 @@ int write_cache_put(write_cache_t *wc, int64_t ledger_id, int64_t entry_id, qbuf
                 qbuf_unref(it->data);
             }
             it->data = data;
+            it->log_id = log_id;
+            it->log_off = log_off;
             wc->bytes += data->len + WRITE_CACHE_ITEM_OVERHEAD;
             return 0;
         }
@@ -95,7 +103,7 @@ int write_cache_put(write_cache_t *wc, int64_t ledger_id, int64_t entry_id, qbuf
         return rc;
     uint32_t *s = wc_find_slot(wc, ledger_id, entry_id);
     assert(*s == 0);
-    wc->items[wc->count] = (wc_item_t){ledger_id, entry_id, data};
+    wc->items[wc->count] = (wc_item_t){ledger_id, entry_id, data, log_id, log_off};
     *s = ++wc->count;
     wc->bytes += data->len + WRITE_CACHE_ITEM_OVERHEAD;
     return 0;

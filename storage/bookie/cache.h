@@ -32,7 +32,9 @@
 typedef struct wc_item {
     int64_t ledger_id;
     int64_t entry_id;
-    qbuf_t *data; /* one reference owned by the cache; NULL once dropped */
+    qbuf_t *data;     /* one reference owned by the cache; NULL once dropped */
+    uint32_t log_id;  /* != 0: already durable in this (direct) entry log... */
+    uint64_t log_off; /* ... at this offset: the flush indexes it, never copies it */
 } wc_item_t;
 
 typedef struct write_cache {
@@ -49,6 +51,9 @@ void write_cache_clear(write_cache_t *wc);
 /* Inserts or replaces (ledger, entry); takes over the caller's reference on data.
  * 0, or -ENOMEM (then the reference stays with the caller). */
 int write_cache_put(write_cache_t *wc, int64_t ledger_id, int64_t entry_id, qbuf_t *data);
+/* The same for an entry already written to entry log log_id (!= 0) at log_off. */
+int write_cache_put_at(write_cache_t *wc, int64_t ledger_id, int64_t entry_id, qbuf_t *data,
+                       uint32_t log_id, uint64_t log_off);
 /* Borrowed, or NULL. */
 qbuf_t *write_cache_get(const write_cache_t *wc, int64_t ledger_id, int64_t entry_id);
 /* Drops every entry of the ledger (deleted ledger). */

@@ -99,9 +99,11 @@ entry_log_t *log_table_find(const log_table_t *t, uint32_t id)
     return NULL;
 }
 
-static int log_table_append(log_table_t *t, entry_log_t *log)
+/* Inserts log at its place by id (two writers create logs: the one that
+ * took the higher id may insert first). Bookie lock held. */
+static int log_table_insert(log_table_t *t, entry_log_t *log)
 {
-    assert(t->count == 0 || t->logs[t->count - 1]->id < log->id);
+    assert(!log_table_find(t, log->id));
     if (t->count == t->cap) {
         uint32_t cap = t->cap ? t->cap * 2 : 16;
         entry_log_t **n = realloc(t->logs, cap * sizeof *n);
@@ -110,8 +112,15 @@ static int log_table_append(log_table_t *t, entry_log_t *log)
         t->logs = n;
         t->cap = cap;
     }
-    t->logs[t->count++] = log;
+    uint32_t i = t->count;
+    while (i > 0 && t->logs[i - 1]->id > log->id)
+        i--;
+    memmove(&t->logs[i + 1], &t->logs[i], (t->count - i) * sizeof *t->logs);
+    t->logs[i] = log;
+    t->count++;
     t->bytes += log->size;
+    if (log->id >= t->next_id)
+        t->next_id = log->id + 1;
     return 0;
 }
 
@@ -280,7 +289,7 @@ static int elog_load_one(log_table_t *t, const char *dir, uint32_t id, elog_inde
         return rc;
     }
     log->size = (uint64_t)st.st_size;
-    int rc = log_table_append(t, log);
+    int rc = log_table_insert(t, log);
     if (rc) {
         entry_log_destroy(log);
         return rc;
@@ -315,6 +324,8 @@ int log_table_load(log_table_t *t, const char *dir, elog_index_fn fn, void *ctx,
     }
     free(ids);
     free(idx_ids);
+    if (*next_id > t->next_id)
+        t->next_id = *next_id;
     return rc;
 }
 
@@ -330,8 +341,19 @@ static void elog_header_encode(uint8_t *h, int64_t ledger_id, int64_t entry_id, 
     put_le64(h + 24, (uint64_t)entry_id);
 }
 
-int entry_log_read(const entry_log_t *log, uint64_t offset, uint32_t length, int64_t ledger_id,
-                   int64_t entry_id, qbuf_t **out)
+uint32_t elog_header_make(uint8_t *h, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
+                          uint32_t len)
+{
+    elog_header_encode(h, ledger_id, entry_id, len);
+    uint32_t crc = crc32c(crc32c(0, h, ELOG_HEADER_BYTES), data, len);
+    put_le32(h + 8, crc);
+    return crc;
+}
+
+/* Reads and verifies one record; with want_crc, its crc must also be crc. */
+static int elog_read_verify(const entry_log_t *log, uint64_t offset, uint32_t length,
+                            int64_t ledger_id, int64_t entry_id, bool want_crc, uint32_t crc_want,
+                            qbuf_t **out)
 {
     qbuf_t *b = qbuf_new(length);
     if (!b)
@@ -351,6 +373,8 @@ int entry_log_read(const entry_log_t *log, uint64_t offset, uint32_t length, int
             why = "header does not match the index";
         else if (crc32c(crc32c(0, h, sizeof h), b->data, length) != crc)
             why = "checksum mismatch";
+        else if (want_crc && crc != crc_want)
+            why = "checksum differs from the journal's reference";
         if (why)
             rc = QE_CORRUPT;
     }
@@ -366,10 +390,50 @@ int entry_log_read(const entry_log_t *log, uint64_t offset, uint32_t length, int
     return 0;
 }
 
+int entry_log_read(const entry_log_t *log, uint64_t offset, uint32_t length, int64_t ledger_id,
+                   int64_t entry_id, qbuf_t **out)
+{
+    return elog_read_verify(log, offset, length, ledger_id, entry_id, false, 0, out);
+}
+
+int entry_log_read_expect(const entry_log_t *log, uint64_t offset, uint32_t length,
+                          int64_t ledger_id, int64_t entry_id, uint32_t crc, qbuf_t **out)
+{
+    return elog_read_verify(log, offset, length, ledger_id, entry_id, true, crc, out);
+}
+
+void elog_idx_encode(uint8_t *r, int64_t ledger_id, int64_t entry_id, uint64_t offset, uint32_t len)
+{
+    put_le64(r, (uint64_t)ledger_id);
+    put_le64(r + 8, (uint64_t)entry_id);
+    put_le64(r + 16, offset);
+    put_le32(r + 24, len);
+    put_le32(r + 28, crc32c(0, r, 28));
+}
+
+int elog_idx_append(const char *dir, entry_log_t *log, const uint8_t *recs, size_t bytes)
+{
+    char path[PATH_MAX];
+    elog_path(path, sizeof path, dir, log->id, "idx");
+    int fd = open(path, O_WRONLY | O_CLOEXEC); /* created with its log */
+    int rc = fd < 0 ? -errno : bk_pwrite_all(fd, recs, bytes, log->idx_size);
+    if (rc == 0 && fdatasync(fd) < 0)
+        rc = -errno;
+    if (fd >= 0)
+        close(fd);
+    if (rc) {
+        log_error("bookie", "%s: append of %zu idx records failed: %s", path,
+                  bytes / ELOG_IDX_RECORD_BYTES, q_strerror(rc));
+        return rc;
+    }
+    log->idx_size += bytes;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- writer -- */
 
 int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, pthread_mutex_t *lock,
-                     log_table_t *table, uint32_t next_id)
+                     log_table_t *table)
 {
     memset(w, 0, sizeof *w);
     w->dir = strdup(dir);
@@ -377,7 +441,6 @@ int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, pthre
     w->lock = lock;
     w->table = table;
     w->idx_fd = -1;
-    w->next_id = next_id;
     w->buf_cap = ELOG_STAGE_BYTES;
     w->buf = malloc(w->buf_cap);
     return w->dir && w->buf ? 0 : -ENOMEM;
@@ -394,24 +457,31 @@ void elog_writer_free(elog_writer_t *w)
     w->idx_fd = -1;
 }
 
-/* Creates log next_id (+ its idx) and makes it current. */
-static int elog_roll(elog_writer_t *w)
+/* Creates a new log with the table's next id and an empty idx (directory
+ * fsynced) and inserts it in the table; *out receives it. */
+static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *table, bool pinned,
+                       entry_log_t **out, int *idx_fd)
 {
     char path[PATH_MAX], ipath[PATH_MAX];
-    uint32_t id = w->next_id;
-    elog_path(path, sizeof path, w->dir, id, "log");
-    elog_path(ipath, sizeof ipath, w->dir, id, "idx");
     entry_log_t *log = calloc(1, sizeof *log);
     if (!log)
         return -ENOMEM;
+    pthread_mutex_lock(lock);
+    if (table->next_id == 0)
+        table->next_id = 1; /* 0 is never a log id: "no log" in write cache items */
+    uint32_t id = table->next_id++;
+    pthread_mutex_unlock(lock);
     log->id = id;
+    log->pinned = pinned;
+    elog_path(path, sizeof path, dir, id, "log");
+    elog_path(ipath, sizeof ipath, dir, id, "idx");
     log->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     int ifd = log->fd >= 0 ? open(ipath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-    int rc = ifd < 0 ? -errno : bk_fsync_dir(w->dir);
+    int rc = ifd < 0 ? -errno : bk_fsync_dir(dir);
     if (rc == 0) {
-        pthread_mutex_lock(w->lock);
-        rc = log_table_append(w->table, log);
-        pthread_mutex_unlock(w->lock);
+        pthread_mutex_lock(lock);
+        rc = log_table_insert(table, log);
+        pthread_mutex_unlock(lock);
     }
     if (rc) {
         log_error("bookie", "cannot create entry log %s: %s", path, q_strerror(rc));
@@ -420,9 +490,24 @@ static int elog_roll(elog_writer_t *w)
         entry_log_destroy(log);
         return rc;
     }
+    *out = log;
+    if (idx_fd)
+        *idx_fd = ifd;
+    else
+        close(ifd);
+    return 0;
+}
+
+/* Creates a new log (+ its idx) and makes it current. */
+static int elog_roll(elog_writer_t *w)
+{
+    entry_log_t *log;
+    int ifd;
+    int rc = elog_create(w->dir, w->lock, w->table, false, &log, &ifd);
+    if (rc)
+        return rc;
     if (w->idx_fd >= 0)
         close(w->idx_fd);
-    w->next_id++;
     w->cur = log;
     w->idx_fd = ifd;
     w->wr_off = w->buf_off = 0;
@@ -451,12 +536,7 @@ static int elog_idx_add(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, u
         w->ibuf = n;
         w->ibuf_cap = cap;
     }
-    uint8_t *r = w->ibuf + w->ibuf_len;
-    put_le64(r, (uint64_t)ledger_id);
-    put_le64(r + 8, (uint64_t)entry_id);
-    put_le64(r + 16, off);
-    put_le32(r + 24, len);
-    put_le32(r + 28, crc32c(0, r, 28));
+    elog_idx_encode(w->ibuf + w->ibuf_len, ledger_id, entry_id, off, len);
     w->ibuf_len += ELOG_IDX_RECORD_BYTES;
     return 0;
 }
@@ -475,8 +555,7 @@ int elog_append(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, const uin
     if (rc)
         return rc;
     uint8_t h[ELOG_HEADER_BYTES];
-    elog_header_encode(h, ledger_id, entry_id, len);
-    put_le32(h + 8, crc32c(crc32c(0, h, sizeof h), data, len));
+    elog_header_make(h, ledger_id, entry_id, data, len);
     uint64_t off = w->wr_off;
     if (rec <= w->buf_cap) {
         memcpy(w->buf + w->buf_len, h, sizeof h);
@@ -529,4 +608,86 @@ int elog_sync(elog_writer_t *w)
     w->cur->size = w->wr_off;
     pthread_mutex_unlock(w->lock);
     return 0;
+}
+
+int elog_ensure_after(elog_writer_t *w, uint32_t id)
+{
+    if (!w->cur || w->cur->id >= id)
+        return 0;
+    int rc = elog_sync(w);
+    if (rc == 0)
+        w->cur = NULL; /* retired: stays a log like any other */
+    return rc;
+}
+
+/* ---------------------------------------------------------- direct writer -- */
+
+int elog_direct_init(elog_direct_t *d, const char *dir, uint64_t max_size, pthread_mutex_t *lock,
+                     log_table_t *table)
+{
+    memset(d, 0, sizeof *d);
+    d->dir = strdup(dir);
+    d->max_size = max_size;
+    d->lock = lock;
+    d->table = table;
+    return d->dir ? 0 : -ENOMEM;
+}
+
+void elog_direct_free(elog_direct_t *d)
+{
+    free(d->dir);
+    memset(d, 0, sizeof *d);
+}
+
+bool elog_direct_needs_roll(const elog_direct_t *d, uint32_t len)
+{
+    return !d->cur || (d->wr_off > 0 && d->wr_off + ELOG_HEADER_BYTES + len > d->max_size);
+}
+
+int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
+                        uint32_t len, uint64_t seal_seq, uint64_t seal_off, uint8_t *h,
+                        uint32_t *log_id, uint64_t *offset, uint32_t *crc)
+{
+    if (elog_direct_needs_roll(d, len)) {
+        entry_log_t *log;
+        int rc = elog_create(d->dir, d->lock, d->table, true, &log, NULL);
+        if (rc)
+            return rc;
+        pthread_mutex_lock(d->lock);
+        if (d->cur) { /* every reference to it is before this journal position */
+            d->cur->seal_seq = seal_seq;
+            d->cur->seal_off = seal_off;
+            d->cur->sealed = true;
+        }
+        pthread_mutex_unlock(d->lock);
+        d->cur = log;
+        d->wr_off = 0;
+    }
+    *crc = elog_header_make(h, ledger_id, entry_id, data, len);
+    *log_id = d->cur->id;
+    *offset = d->wr_off;
+    d->wr_off += ELOG_HEADER_BYTES + (uint64_t)len;
+    return 0;
+}
+
+int elog_direct_write(elog_direct_t *d, struct iovec *iov, int cnt, uint64_t off, bool sync)
+{
+    assert(d->cur && off < d->wr_off);
+    int rc = bk_pwritev_all(d->cur->fd, iov, cnt, off);
+    if (rc == 0 && sync && fdatasync(d->cur->fd) < 0)
+        rc = -errno;
+    if (rc)
+        log_error("bookie", "direct entry log %08" PRIx32 ": write at %" PRIu64 " failed: %s",
+                  d->cur->id, off, q_strerror(rc));
+    return rc;
+}
+
+void elog_direct_publish(elog_direct_t *d)
+{
+    if (!d->cur)
+        return;
+    pthread_mutex_lock(d->lock);
+    d->table->bytes += d->wr_off - d->cur->size;
+    d->cur->size = d->wr_off;
+    pthread_mutex_unlock(d->lock);
 }

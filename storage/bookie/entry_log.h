@@ -29,13 +29,32 @@
  *   28     4    crc32c of bytes 0..27
  *
  * Durability order (elog_sync): log data, fdatasync(log), idx records,
- * fdatasync(idx). A log is only ever written by one writer (the flush thread)
- * and only at its end; the log with the highest id is the one being written.
+ * fdatasync(idx). A log is only ever written by one writer and only at its
+ * end. Two writers exist, each with its own current log:
+ *   - the flush thread's elog_writer_t: copies of the write cache and
+ *     compaction copies;
+ *   - the journal thread's elog_direct_t: "direct" logs holding large entries
+ *     written once (journal.h): the record is written and fdatasynced by the
+ *     journal thread before the add is acknowledged, while the journal only
+ *     holds a reference record to it. Their idx records are appended later by
+ *     the flush thread (elog_idx_append), before the checkpoint passes the
+ *     reference, so that at open the index is rebuilt from .idx files alone.
+ * Log ids come from one counter (log_table_t.next_id, bookie lock) and the
+ * table stays sorted by id, so a log created later always has a higher id.
+ * Rebuild order relies on this rule, kept by the flush thread: a new location
+ * of an entry is always after its previous one (higher log id, or later in
+ * the same log) - see flush.c.
  *
- * Threads: log_table_t (which logs exist, their fds, sizes, reader refs) is
- * guarded by the bookie lock. A log removed by GC while a read is in flight
+ * Direct logs are pinned: while the journal may still be replayed over a
+ * reference into one, GC must not remove or compact it. A pinned log is
+ * unpinned by GC once it is sealed (the journal thread moved to a newer log,
+ * all references being before the journal position seal_seq:seal_off) and the
+ * durable checkpoint is at or after that position.
+ *
+ * Threads: log_table_t (which logs exist, their fds, sizes, reader refs, pins)
+ * is guarded by the bookie lock. A log removed by GC while a read is in flight
  * keeps its fd until the last reader drops its reference. The per-log ledger
- * map (bytes per ledger, for GC) belongs to the flush thread.
+ * map (bytes per ledger, for GC) and idx_size belong to the flush thread.
  */
 #ifndef QUIRE_STORAGE_BOOKIE_ENTRY_LOG_H
 #define QUIRE_STORAGE_BOOKIE_ENTRY_LOG_H
@@ -43,6 +62,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "common/buf.h"
 
@@ -65,12 +85,16 @@ typedef struct entry_log {
     bool removed;      /* unlinked by GC; freed at refs == 0 */
     lb_map_t ledgers;  /* flush thread */
     uint64_t idx_size; /* valid bytes of <id>.idx (flush thread) */
+    bool pinned;       /* direct log the journal may still reference (bookie lock) */
+    bool sealed;       /* pinned log no longer appended; references end at seal pos */
+    uint64_t seal_seq, seal_off;
 } entry_log_t;
 
 typedef struct log_table {
     entry_log_t **logs; /* sorted by id */
     uint32_t count, cap;
-    uint64_t bytes; /* sum of sizes */
+    uint64_t bytes;   /* sum of sizes */
+    uint32_t next_id; /* the next log created gets this id (above every log) */
 } log_table_t;
 
 /* ------------------------------------------------------------ log table -- */
@@ -89,7 +113,7 @@ bool lb_map_has(const lb_map_t *m, int64_t ledger_id);
 /* Opens every <id>.log under dir (removing .idx files without a log) and
  * calls fn for each valid idx record, logs in id order. A torn idx tail is
  * truncated; a record pointing past the end of its log is skipped with a
- * warning. *next_id receives an id above every log. */
+ * warning. *next_id (and t->next_id) receives an id above every log. */
 typedef int (*elog_index_fn)(void *ctx, int64_t ledger_id, int64_t entry_id, uint32_t log_id,
                              uint64_t offset, uint32_t length);
 int log_table_load(log_table_t *t, const char *dir, elog_index_fn fn, void *ctx, uint32_t *next_id);
@@ -99,6 +123,21 @@ int log_table_load(log_table_t *t, const char *dir, elog_index_fn fn, void *ctx,
  * magic, ids, length or checksum do not match; -errno on I/O error. */
 int entry_log_read(const entry_log_t *log, uint64_t offset, uint32_t length, int64_t ledger_id,
                    int64_t entry_id, qbuf_t **out);
+/* The same, also requiring the record's crc (header with crc 0, then payload)
+ * to be crc: how journal replay checks the target of a reference record. */
+int entry_log_read_expect(const entry_log_t *log, uint64_t offset, uint32_t length,
+                          int64_t ledger_id, int64_t entry_id, uint32_t crc, qbuf_t **out);
+/* Encodes a record header (magic, length, ids) with its crc over the header
+ * (crc field 0) then data into h[ELOG_HEADER_BYTES]; returns that crc. */
+uint32_t elog_header_make(uint8_t *h, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
+                          uint32_t len);
+/* Encodes one idx record into r[ELOG_IDX_RECORD_BYTES]. */
+void elog_idx_encode(uint8_t *r, int64_t ledger_id, int64_t entry_id, uint64_t offset,
+                     uint32_t len);
+/* Flush thread: appends n idx records (bytes) to <log>.idx at log->idx_size
+ * and fdatasyncs it; the records' data must already be durable in the log.
+ * Used for direct logs, whose data the journal thread wrote. 0 or -errno. */
+int elog_idx_append(const char *dir, entry_log_t *log, const uint8_t *recs, size_t bytes);
 
 /* ------------------------------------------------------------- writer -- */
 
@@ -115,12 +154,12 @@ typedef struct elog_writer {
     uint64_t buf_off;
     uint8_t *ibuf; /* idx records not yet written */
     size_t ibuf_len, ibuf_cap;
-    uint32_t next_id;
     int inject; /* test fault injection: next sync fails with this */
 } elog_writer_t;
 
+/* New logs take their ids from table->next_id. */
 int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, pthread_mutex_t *lock,
-                     log_table_t *table, uint32_t next_id);
+                     log_table_t *table);
 void elog_writer_free(elog_writer_t *w);
 /* Appends one record (rolling to a new log first when the current one is
  * full). Not durable until elog_sync. *log_id and *offset receive its location. */
@@ -128,5 +167,44 @@ int elog_append(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, const uin
                 uint32_t len, uint32_t *log_id, uint64_t *offset);
 /* Makes every appended record and its idx record durable. 0 or -errno. */
 int elog_sync(elog_writer_t *w);
+/* Makes sure the next append lands in a log with an id above id: when the
+ * current log's id is below, syncs it and retires it (the next append starts
+ * a new log). Keeps "a new location is after the previous one". 0 or -errno. */
+int elog_ensure_after(elog_writer_t *w, uint32_t id);
+
+/* --------------------------------------------------- direct log writer -- */
+
+/* The journal thread's writer of direct logs. It never buffers: the journal
+ * thread reserves a place for each large record in a group
+ * (elog_direct_reserve), writes the group's records with one pwritev and
+ * fdatasyncs (elog_direct_write), then publishes the new size
+ * (elog_direct_publish) once the group is durable. */
+typedef struct elog_direct {
+    char *dir;
+    uint64_t max_size;
+    pthread_mutex_t *lock; /* the bookie lock, for table changes */
+    log_table_t *table;
+    entry_log_t *cur; /* NULL until the first large entry after open */
+    uint64_t wr_off;  /* end of the records reserved in cur */
+} elog_direct_t;
+
+int elog_direct_init(elog_direct_t *d, const char *dir, uint64_t max_size, pthread_mutex_t *lock,
+                     log_table_t *table);
+void elog_direct_free(elog_direct_t *d);
+/* True when a record of len bytes needs a new log (cur absent or full). */
+bool elog_direct_needs_roll(const elog_direct_t *d, uint32_t len);
+/* Reserves the place of one record of len bytes at the end of cur, rolling
+ * to a new pinned log first when needed (the old one is sealed at
+ * seal_seq:seal_off, a journal position after every reference to it). Fills
+ * h[ELOG_HEADER_BYTES]; *log_id, *offset and *crc receive the location and
+ * the record's crc. Nothing is written. 0 or -errno (nothing reserved). */
+int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
+                        uint32_t len, uint64_t seal_seq, uint64_t seal_off, uint8_t *h,
+                        uint32_t *log_id, uint64_t *offset, uint32_t *crc);
+/* Writes iov (records reserved from offset off on) to cur; fdatasync when
+ * sync. iov is modified. 0 or -errno. */
+int elog_direct_write(elog_direct_t *d, struct iovec *iov, int cnt, uint64_t off, bool sync);
+/* The records reserved so far are durable: cur's size (GC, stats) grows. */
+void elog_direct_publish(elog_direct_t *d);
 
 #endif

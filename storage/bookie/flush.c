@@ -7,7 +7,11 @@
  * Flush steps (flush_run), each durable before the next starts:
  *   1. entries of the frozen cache, sorted by (ledger, entry), skipping
  *      ledgers deleted meanwhile, appended to the current entry log;
- *      elog_sync (log fdatasync, idx append, idx fdatasync);
+ *      elog_sync (log fdatasync, idx append, idx fdatasync). Entries the
+ *      journal thread already wrote to a direct log are not copied: their idx
+ *      records are appended to that log's .idx (fdatasync), unless the index
+ *      already points at that very record (journal replayed after a crash
+ *      that followed their flush);
  *   2. index updated under the bookie lock (a ledger deleted meanwhile is
  *      skipped, so deletion always wins);
  *   3. dirty ledger metadata appended to ledgers.meta, fdatasync (rewritten
@@ -17,18 +21,32 @@
  * A crash between any two steps leaves the previous checkpoint in force, and
  * the journal replays the same adds again (idempotent: a later location wins).
  *
+ * Location order: the index is rebuilt at open from the .idx files, logs in id
+ * order, so a new location of an entry must come after every earlier one on
+ * disk. Two writers make that non-trivial (a direct log may have a higher id
+ * than the flush writer's current log, or a lower one). Kept by induction on
+ * the indexed location: a copy (flush or compaction) goes to a log whose id is
+ * at least that of the entry's indexed location (elog_ensure_after retires
+ * the current log otherwise, so the copy starts a new, highest, log); a
+ * direct record is indexed in place only when it is after the indexed
+ * location, and copied otherwise (a re-add of an entry whose previous version
+ * sits in a newer log: rare).
+ *
  * checkpoint file (ledgers/checkpoint, 32 bytes, little-endian):
  *
  *   offset size meaning
  *   0      4    magic 0x31504351 ("QCP1")
- *   4      4    version (1)
+ *   4      4    version: 1, or 2 when the journal may hold ADD_REF records
+ *                (journal_large_entry_bytes != 0; an older binary refuses 2)
  *   8      8    journal file seq to replay from
  *   16     8    offset in that file
  *   24     4    reserved, zero
  *   28     4    crc32c of bytes 0..27
  *
- * GC pass (gc_run): per entry log, live bytes = bytes of ledgers that still
- * exist (per-log ledger map). A log with none is deleted; a log with
+ * GC pass (gc_run): pinned direct logs (entry_log.h) are skipped until the
+ * durable checkpoint passes their seal position. Per entry log, live bytes =
+ * bytes of ledgers that still exist (per-log ledger map). A log with none is
+ * deleted; a log with
  * live/size below gc_compact_ratio is compacted: its index-live records are
  * read back (checksum verified), appended to the current log, synced, the
  * index moved to the copies (only where it still points at the old record),
@@ -71,8 +89,10 @@ int checkpoint_load(const char *ldir, journal_pos_t *out)
     uint8_t b[CHECKPOINT_BYTES];
     int rc = bk_pread_all(fd, b, sizeof b, 0);
     close(fd);
-    if (rc == 0 && (get_le32(b) != CHECKPOINT_MAGIC || get_le32(b + 4) != 1 ||
-                    crc32c(0, b, 28) != get_le32(b + 28)))
+    uint32_t version = rc == 0 ? get_le32(b + 4) : 0;
+    if (rc == 0 &&
+        (get_le32(b) != CHECKPOINT_MAGIC || version < 1 ||
+         version > BOOKIE_CHECKPOINT_VERSION_MAX || crc32c(0, b, 28) != get_le32(b + 28)))
         rc = QE_CORRUPT;
     if (rc) {
         log_error("bookie", "%s is unreadable or corrupt (%s): refusing to open", path,
@@ -87,13 +107,15 @@ static int checkpoint_write(bookie_t *bk, journal_pos_t cp)
 {
     uint8_t b[CHECKPOINT_BYTES] = {0};
     put_le32(b, CHECKPOINT_MAGIC);
-    put_le32(b + 4, 1);
+    put_le32(b + 4, bk->cfg.journal_large_entry_bytes ? 2 : 1);
     put_le64(b + 8, cp.seq);
     put_le64(b + 16, cp.off);
     put_le32(b + 28, crc32c(0, b, 28));
     int rc = bk_write_file_atomic(bk->ldir, BOOKIE_CHECKPOINT_FILE, b, sizeof b);
     if (rc)
         log_error("bookie", "cannot write the checkpoint in %s: %s", bk->ldir, q_strerror(rc));
+    else
+        bk->cp_durable = cp;
     return rc;
 }
 
@@ -194,24 +216,35 @@ static int meta_persist(bookie_t *bk)
 
 /* ---------------------------------------------------------------- flush -- */
 
+enum flush_how {
+    FLUSH_COPY,   /* appended to the flush writer's log */
+    FLUSH_DIRECT, /* already in a direct log: idx record only */
+    FLUSH_SAME,   /* already in a direct log and indexed there */
+};
+
 typedef struct flush_loc {
     uint32_t item;
     uint32_t log_id;
     uint64_t offset;
+    uint32_t prev_log; /* log of the entry's indexed location (0: none) */
+    uint32_t how;      /* enum flush_how */
+    uint64_t prev_off;
 } flush_loc_t;
 
-static int flush_item_cmp(const void *a, const void *b, void *ctx)
+static int flush_loc_cmp(const void *a, const void *b, void *ctx)
 {
     const write_cache_t *wc = ctx;
-    const wc_item_t *x = &wc->items[*(const uint32_t *)a];
-    const wc_item_t *y = &wc->items[*(const uint32_t *)b];
+    const wc_item_t *x = &wc->items[((const flush_loc_t *)a)->item];
+    const wc_item_t *y = &wc->items[((const flush_loc_t *)b)->item];
     if (x->ledger_id != y->ledger_id)
         return x->ledger_id < y->ledger_id ? -1 : 1;
     return x->entry_id < y->entry_id ? -1 : x->entry_id > y->entry_id;
 }
 
-/* Items of wc whose ledger still exists, sorted by (ledger, entry). */
-static uint32_t flush_order(bookie_t *bk, const write_cache_t *wc, uint32_t *order)
+/* Items of wc whose ledger still exists, with their indexed location, sorted
+ * by (ledger, entry). Only this thread and deletions change the index, and a
+ * deletion is checked again when the index is updated. */
+static uint32_t flush_order(bookie_t *bk, const write_cache_t *wc, flush_loc_t *locs)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < wc->count;) {
@@ -219,13 +252,90 @@ static uint32_t flush_order(bookie_t *bk, const write_cache_t *wc, uint32_t *ord
         for (uint32_t k = 0; k < FLUSH_APPLY_BATCH && i < wc->count; k++, i++) {
             const wc_item_t *it = &wc->items[i];
             const ledger_t *l = it->data ? ledger_find(&bk->ledgers, it->ledger_id) : NULL;
-            if (l && !l->deleted)
-                order[n++] = i;
+            if (!l || l->deleted)
+                continue;
+            const idx_loc_t *prev = ledger_index_find(l, it->entry_id);
+            locs[n++] = (flush_loc_t){.item = i,
+                                      .prev_log = prev ? prev->log_id : 0,
+                                      .prev_off = prev ? prev->offset : 0};
         }
         pthread_mutex_unlock(&bk->lock);
     }
-    qsort_r(order, n, sizeof *order, flush_item_cmp, (void *)wc);
+    qsort_r(locs, n, sizeof *locs, flush_loc_cmp, (void *)wc);
     return n;
+}
+
+/* Where one item goes (see "Location order" above); copies are appended. */
+static int flush_place(bookie_t *bk, const wc_item_t *it, flush_loc_t *loc)
+{
+    if (it->log_id) {
+        loc->log_id = it->log_id;
+        loc->offset = it->log_off;
+        if (loc->prev_log == it->log_id && loc->prev_off == it->log_off) {
+            loc->how = FLUSH_SAME;
+            return 0;
+        }
+        if (loc->prev_log < it->log_id ||
+            (loc->prev_log == it->log_id && loc->prev_off < it->log_off)) {
+            loc->how = FLUSH_DIRECT;
+            return 0;
+        }
+    }
+    loc->how = FLUSH_COPY;
+    int rc = loc->prev_log ? elog_ensure_after(&bk->writer, loc->prev_log) : 0;
+    if (rc == 0)
+        rc = elog_append(&bk->writer, it->ledger_id, it->entry_id, it->data->data, it->data->len,
+                         &loc->log_id, &loc->offset);
+    return rc;
+}
+
+static int flush_direct_cmp(const void *a, const void *b)
+{
+    const flush_loc_t *x = *(const flush_loc_t *const *)a, *y = *(const flush_loc_t *const *)b;
+    if (x->log_id != y->log_id)
+        return x->log_id < y->log_id ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Appends the idx records of the FLUSH_DIRECT items to their logs' .idx
+ * (one append + fdatasync per log) and counts them in the logs' ledger maps. */
+static int flush_direct_index(bookie_t *bk, const write_cache_t *wc, flush_loc_t *locs, uint32_t n)
+{
+    uint32_t nd = 0;
+    for (uint32_t i = 0; i < n; i++)
+        nd += locs[i].how == FLUSH_DIRECT;
+    if (nd == 0)
+        return 0;
+    flush_loc_t **d = malloc(nd * sizeof *d);
+    uint8_t *recs = malloc((size_t)nd * ELOG_IDX_RECORD_BYTES);
+    int rc = d && recs ? 0 : -ENOMEM;
+    nd = 0;
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+        if (locs[i].how == FLUSH_DIRECT)
+            d[nd++] = &locs[i];
+    if (rc == 0)
+        qsort(d, nd, sizeof *d, flush_direct_cmp); /* by log, then offset: file order */
+    for (uint32_t i = 0; i < nd && rc == 0;) {
+        uint32_t k = i;
+        for (; k < nd && d[k]->log_id == d[i]->log_id; k++) {
+            const wc_item_t *it = &wc->items[d[k]->item];
+            elog_idx_encode(recs + (size_t)(k - i) * ELOG_IDX_RECORD_BYTES, it->ledger_id,
+                            it->entry_id, d[k]->offset, it->data->len);
+        }
+        pthread_mutex_lock(&bk->lock);
+        entry_log_t *log = log_table_find(&bk->logs, d[i]->log_id);
+        pthread_mutex_unlock(&bk->lock);
+        assert(log != NULL); /* GC never removes a log the write cache points into */
+        rc = elog_idx_append(bk->ldir, log, recs, (size_t)(k - i) * ELOG_IDX_RECORD_BYTES);
+        for (uint32_t m = i; m < k && rc == 0; m++) {
+            const wc_item_t *it = &wc->items[d[m]->item];
+            rc = lb_map_add(&log->ledgers, it->ledger_id, ELOG_HEADER_BYTES + it->data->len);
+        }
+        i = k;
+    }
+    free(d);
+    free(recs);
+    return rc;
 }
 
 static int flush_apply(bookie_t *bk, const write_cache_t *wc, const flush_loc_t *locs, uint32_t n)
@@ -236,7 +346,7 @@ static int flush_apply(bookie_t *bk, const write_cache_t *wc, const flush_loc_t 
         for (uint32_t k = 0; k < FLUSH_APPLY_BATCH && i < n && rc == 0; k++, i++) {
             const wc_item_t *it = &wc->items[locs[i].item];
             ledger_t *l = ledger_find(&bk->ledgers, it->ledger_id);
-            if (!l || l->deleted)
+            if (!l || l->deleted || locs[i].how == FLUSH_SAME)
                 continue;
             rc = ledger_index_put(l, it->entry_id, locs[i].log_id, locs[i].offset, it->data->len);
         }
@@ -247,21 +357,19 @@ static int flush_apply(bookie_t *bk, const write_cache_t *wc, const flush_loc_t 
 
 int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint)
 {
-    uint32_t *order = malloc(((size_t)wc->count + 1) * sizeof *order);
     flush_loc_t *locs = malloc(((size_t)wc->count + 1) * sizeof *locs);
-    int rc = order && locs ? 0 : -ENOMEM;
-    uint32_t n = rc ? 0 : flush_order(bk, wc, order);
+    int rc = locs ? 0 : -ENOMEM;
+    uint32_t n = rc ? 0 : flush_order(bk, wc, locs), copies = 0;
     for (uint32_t i = 0; i < n && rc == 0; i++) {
-        const wc_item_t *it = &wc->items[order[i]];
-        locs[i].item = order[i];
-        rc = elog_append(&bk->writer, it->ledger_id, it->entry_id, it->data->data, it->data->len,
-                         &locs[i].log_id, &locs[i].offset);
+        rc = flush_place(bk, &wc->items[locs[i].item], &locs[i]);
+        copies += locs[i].how == FLUSH_COPY;
     }
-    if (rc == 0 && n)
+    if (rc == 0 && copies)
         rc = elog_sync(&bk->writer);
     if (rc == 0)
+        rc = flush_direct_index(bk, wc, locs, n);
+    if (rc == 0)
         rc = flush_apply(bk, wc, locs, n);
-    free(order);
     free(locs);
     if (rc == 0)
         rc = meta_persist(bk);
@@ -349,12 +457,15 @@ static int gc_compact_log(bookie_t *bk, entry_log_t *log)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%08" PRIx32 ".idx", bk->ldir, log->id);
+    int rc = elog_ensure_after(&bk->writer, log->id); /* copies after the originals */
+    if (rc)
+        return rc;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     uint8_t *recs = malloc(GC_CHUNK_RECORDS * ELOG_IDX_RECORD_BYTES);
     gc_move_t *mv = malloc(GC_CHUNK_RECORDS * sizeof *mv);
-    int rc = recs && mv ? 0 : -ENOMEM;
+    rc = recs && mv ? 0 : -ENOMEM;
     for (uint64_t off = 0; rc == 0 && off < log->idx_size;) {
         uint64_t want = log->idx_size - off;
         if (want > GC_CHUNK_RECORDS * ELOG_IDX_RECORD_BYTES)
@@ -378,6 +489,19 @@ static int gc_compact_log(bookie_t *bk, entry_log_t *log)
     gc_remove_log(bk, log);
     atomic_fetch_add(&bk->gc_logs_compacted, 1);
     return 0;
+}
+
+/* False for a direct log the journal may still reference; unpins it once
+ * sealed and behind the durable checkpoint. Bookie lock held. */
+static bool gc_may_touch(bookie_t *bk, entry_log_t *log)
+{
+    if (!log->pinned)
+        return true;
+    journal_pos_t seal = {log->seal_seq, log->seal_off};
+    if (!log->sealed || journal_pos_cmp(seal, bk->cp_durable) > 0)
+        return false;
+    log->pinned = false;
+    return true;
 }
 
 /* Live bytes of a log: bytes of ledgers that still exist. Bookie lock held. */
@@ -423,6 +547,8 @@ int gc_run(bookie_t *bk)
     entry_log_t **dead = calloc(n + 1, sizeof *dead), **comp = calloc(n + 1, sizeof *comp);
     for (uint32_t i = 0; dead && comp && i < n; i++) {
         entry_log_t *log = bk->logs.logs[i];
+        if (!gc_may_touch(bk, log))
+            continue;
         uint64_t live = gc_live_bytes(bk, log);
         bool current = log == bk->writer.cur;
         if (live == 0 && log->size > 0 && current) {

@@ -7,6 +7,13 @@
  * JOURNAL_COPY_MAX is not copied but written from its qbuf through its own
  * iovec. So a group is one pwritev of at most GROUP_IOV_MAX segments. The
  * journal thread is the only one touching gbuf, iov, fd and off.
+ *
+ * Large entries (large_entry_bytes): the entry's record (header in dhdr, the
+ * payload from its qbuf) goes to diov, to be written at dstart of the direct
+ * log, and a 64-byte ADD_REF record into gbuf. The direct records of one
+ * group are contiguous in one direct log: an entry that needs a new direct
+ * log while the group already has direct records waits for the next group.
+ * group_write: direct records, fdatasync; journal records, fdatasync.
  */
 #include "storage/bookie/journal.h"
 
@@ -33,6 +40,7 @@
 #include "storage/bookie/bookie_io.h"
 
 #define GROUP_IOV_MAX 1024
+#define GROUP_DIRECT_MAX (GROUP_IOV_MAX / 2)
 
 struct journal {
     journal_config_t cfg;
@@ -60,11 +68,17 @@ struct journal {
     size_t gbuf_cap, gbuf_len, gseg_start;
     struct iovec iov[GROUP_IOV_MAX];
     int iovcnt;
-    uint64_t gbytes;
+    uint64_t gbytes; /* journal bytes of the group */
     uint32_t gcount;
+    uint8_t *dhdr; /* direct record headers, GROUP_DIRECT_MAX x ELOG_HEADER_BYTES */
+    struct iovec diov[GROUP_IOV_MAX];
+    int diovcnt;
+    uint32_t dcount;
+    uint64_t dstart, dbytes; /* direct log offset of the group's first direct record; bytes */
 
     atomic_int inject;
     atomic_uint_fast64_t syncs, sync_us;
+    atomic_uint_fast64_t direct_syncs, direct_sync_us, direct_bytes;
 };
 
 typedef struct journal_done {
@@ -151,6 +165,14 @@ void journal_get_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total)
     *sync_us_total = atomic_load(&j->sync_us);
 }
 
+void journal_get_direct_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total,
+                              uint64_t *bytes)
+{
+    *syncs = atomic_load(&j->direct_syncs);
+    *sync_us_total = atomic_load(&j->direct_sync_us);
+    *bytes = atomic_load(&j->direct_bytes);
+}
+
 void journal_inject_error(journal_t *j, int err)
 {
     atomic_store(&j->inject, err);
@@ -164,37 +186,100 @@ static void group_reset(journal_t *j)
     j->iovcnt = 0;
     j->gbytes = 0;
     j->gcount = 0;
+    j->diovcnt = 0;
+    j->dcount = 0;
+    j->dstart = j->dbytes = 0;
 }
 
 static bool group_full(const journal_t *j)
 {
     return j->gcount >= j->cfg.group_entries_max || j->gbytes >= j->cfg.group_bytes_max ||
-           j->iovcnt + 3 > GROUP_IOV_MAX;
+           j->dbytes >= JOURNAL_DIRECT_GROUP_BYTES_MAX || j->iovcnt + 3 > GROUP_IOV_MAX ||
+           j->diovcnt + 2 > GROUP_IOV_MAX;
 }
 
-static void group_encode_header(uint8_t *h, const journal_req_t *r, uint32_t len)
+static void group_encode_header(uint8_t *h, uint32_t type, const journal_req_t *r, uint32_t len)
 {
     put_le32(h, JOURNAL_MAGIC);
     put_le32(h + 4, len);
     put_le32(h + 8, 0);
-    put_le32(h + 12, r->type);
+    put_le32(h + 12, type);
     put_le64(h + 16, (uint64_t)r->ledger_id);
     put_le64(h + 24, (uint64_t)r->entry_id);
     put_le64(h + 32, (uint64_t)r->lac);
 }
 
+void journal_ref_decode(const uint8_t *p, journal_ref_t *out)
+{
+    out->log_id = get_le32(p);
+    out->length = get_le32(p + 4);
+    out->offset = get_le64(p + 8);
+    out->crc = get_le32(p + 16);
+}
+
+/* A large ADD: its record to the direct log, an ADD_REF to the journal.
+ * 1 added; 0 not now (it needs a new direct log and the group already has
+ * direct records: next group); -1 impossible (journal the entry whole). */
+static int group_add_direct(journal_t *j, journal_req_t *r)
+{
+    elog_direct_t *d = j->cfg.direct;
+    uint32_t len = r->data->len, crc;
+    if (j->dcount > 0 && elog_direct_needs_roll(d, len))
+        return 0;
+    assert(j->dcount < GROUP_DIRECT_MAX);
+    uint8_t *dh = j->dhdr + (size_t)j->dcount * ELOG_HEADER_BYTES;
+    uint64_t off;
+    int rc = elog_direct_reserve(d, r->ledger_id, r->entry_id, r->data->data, len, j->seq, j->off,
+                                 dh, &r->log_id, &off, &crc);
+    if (rc) {
+        log_warn("bookie",
+                 "journal: no direct entry log (%s): entry %" PRId64 ":%" PRId64 " journaled whole",
+                 q_strerror(rc), r->ledger_id, r->entry_id);
+        r->log_id = 0;
+        return -1;
+    }
+    r->log_off = off;
+    if (j->dcount++ == 0)
+        j->dstart = off;
+    assert(off == j->dstart + j->dbytes); /* contiguous in one log */
+    j->diov[j->diovcnt++] = (struct iovec){dh, ELOG_HEADER_BYTES};
+    j->diov[j->diovcnt++] = (struct iovec){r->data->data, len};
+    j->dbytes += ELOG_HEADER_BYTES + (uint64_t)len;
+
+    uint8_t *h = j->gbuf + j->gbuf_len;
+    assert(j->gbuf_len + JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES <= j->gbuf_cap);
+    group_encode_header(h, JREC_ADD_REF, r, JOURNAL_REF_BYTES);
+    uint8_t *p = h + JOURNAL_HEADER_BYTES;
+    put_le32(p, r->log_id);
+    put_le32(p + 4, len);
+    put_le64(p + 8, off);
+    put_le32(p + 16, crc);
+    put_le32(p + 20, 0);
+    put_le32(h + 8, crc32c(0, h, JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES));
+    j->gbuf_len += JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES;
+    j->gbytes += JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES;
+    j->gcount++;
+    return 1;
+}
+
 /* Appends one record to the group; false (nothing added) when the group is full. */
-static bool group_add(journal_t *j, const journal_req_t *r)
+static bool group_add(journal_t *j, journal_req_t *r)
 {
     if (j->gcount > 0 && group_full(j))
         return false;
+    if (r->type == JREC_ADD && j->cfg.direct && j->cfg.large_entry_bytes &&
+        r->data->len >= j->cfg.large_entry_bytes) {
+        int added = group_add_direct(j, r);
+        if (added >= 0)
+            return added == 1;
+    }
     uint32_t len = r->data ? r->data->len : 0;
     const uint8_t *payload = r->data ? r->data->data : NULL;
     bool copy = len <= JOURNAL_COPY_MAX;
     size_t copied = JOURNAL_HEADER_BYTES + (copy ? len : 0);
     assert(j->gbuf_len + copied <= j->gbuf_cap);
     uint8_t *h = j->gbuf + j->gbuf_len;
-    group_encode_header(h, r, len);
+    group_encode_header(h, r->type, r, len);
     uint32_t crc = crc32c(0, h, JOURNAL_HEADER_BYTES);
     crc = crc32c(crc, payload, len);
     put_le32(h + 8, crc);
@@ -220,7 +305,15 @@ static int group_write(journal_t *j)
         rc = journal_file_create(j, j->seq + 1);
     if (rc)
         return rc;
-    rc = bk_pwritev_all(j->fd, j->iov, j->iovcnt, j->off);
+    if (j->dcount) { /* the records the group's ADD_REFs point at, durable first */
+        uint64_t t0 = clock_mono_us();
+        rc = elog_direct_write(j->cfg.direct, j->diov, j->diovcnt, j->dstart, j->cfg.sync);
+        atomic_fetch_add(&j->direct_syncs, j->cfg.sync && rc == 0);
+        atomic_fetch_add(&j->direct_sync_us, clock_mono_us() - t0);
+        atomic_fetch_add(&j->direct_bytes, rc == 0 ? j->dbytes : 0);
+    }
+    if (rc == 0)
+        rc = bk_pwritev_all(j->fd, j->iov, j->iovcnt, j->off);
     int inj = atomic_exchange(&j->inject, 0);
     if (rc == 0 && inj)
         rc = inj;
@@ -239,6 +332,8 @@ static int group_write(journal_t *j)
         return rc;
     }
     j->off += j->gbytes;
+    if (j->dcount)
+        elog_direct_publish(j->cfg.direct);
     return 0;
 }
 
@@ -318,9 +413,10 @@ int journal_open(const journal_config_t *cfg, uint64_t seq, qloop_mailbox_t *mb,
     j->ring = calloc(cfg->ring_slots, sizeof *j->ring);
     j->gbuf_cap = (size_t)cfg->group_bytes_max + JOURNAL_COPY_MAX + JOURNAL_HEADER_BYTES;
     j->gbuf = malloc(j->gbuf_cap);
+    j->dhdr = malloc((size_t)GROUP_DIRECT_MAX * ELOG_HEADER_BYTES);
     pthread_mutex_init(&j->lock, NULL);
     pthread_cond_init(&j->cond, NULL);
-    int rc = (!j->dir || !j->ring || !j->gbuf) ? -ENOMEM : journal_file_create(j, seq);
+    int rc = (!j->dir || !j->ring || !j->gbuf || !j->dhdr) ? -ENOMEM : journal_file_create(j, seq);
     if (rc == 0 && pthread_create(&j->thread, NULL, journal_main, j) != 0)
         rc = -EAGAIN;
     if (rc) {
@@ -356,6 +452,7 @@ void journal_free(journal_t *j)
     pthread_cond_destroy(&j->cond);
     pthread_mutex_destroy(&j->lock);
     free(j->gbuf);
+    free(j->dhdr);
     free(j->ring);
     free(j->dir);
     free(j);
@@ -433,8 +530,12 @@ int64_t journal_check_record(const uint8_t *p, uint64_t avail, const char **why)
         *why = "torn record (length beyond the end of the file)";
         return -1;
     }
-    if (type < JREC_ADD || type > JREC_CHECKPOINT) {
+    if (type < JREC_ADD || type > JREC_ADD_REF) {
         *why = "bad type";
+        return -1;
+    }
+    if (type == JREC_ADD_REF && len != JOURNAL_REF_BYTES) {
+        *why = "bad reference record (length)";
         return -1;
     }
     uint8_t h[JOURNAL_HEADER_BYTES];
@@ -486,6 +587,11 @@ static int journal_replay_file(const char *path, uint64_t seq, uint64_t off, jou
                                 get_le32(p + 4),
                                 {seq, off}};
         rc = fn(ctx, &rec);
+        if (rc == JOURNAL_REPLAY_END) {
+            why = "reference to a missing or damaged entry-log record";
+            rc = 0;
+            break;
+        }
         if (rc)
             break;
         off += (uint64_t)n;

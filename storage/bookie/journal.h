@@ -12,11 +12,35 @@
  *   0      4    magic 0x314a5251 ("QRJ1")
  *   4      4    payload length in bytes (<= JOURNAL_PAYLOAD_MAX)
  *   8      4    crc32c of the 40 header bytes (this field as 0) then the payload
- *   12     4    type: 1 ADD, 2 FENCE, 3 DELETE, 4 CHECKPOINT
+ *   12     4    type: 1 ADD, 2 FENCE, 3 DELETE, 4 CHECKPOINT, 5 ADD_REF
  *   16     8    ledger id (CHECKPOINT: -1)
- *   24     8    entry id (ADD) / checkpoint journal seq (CHECKPOINT) / -1
+ *   24     8    entry id (ADD, ADD_REF) / checkpoint journal seq (CHECKPOINT) / -1
  *   32     8    lac piggybacked on the add / checkpoint offset (CHECKPOINT) / -1
- *   40     len  payload (ADD: the entry bytes; others: empty)
+ *   40     len  payload (ADD: the entry bytes; ADD_REF: a reference; others: empty)
+ *
+ * Format version 2 added ADD_REF (version 1 journals hold types 1-4 only and
+ * replay unchanged; the checkpoint file says 2 when ADD_REF may be present,
+ * so an older binary refuses the store instead of truncating at one). An
+ * ADD_REF is an add whose entry (at least large_entry_bytes long) was written
+ * once, as an ordinary record of a "direct" entry log (entry_log.h), by the
+ * journal thread in the same group; its payload (JOURNAL_REF_BYTES):
+ *
+ *   offset size meaning
+ *   0      4    entry log id
+ *   4      4    entry length in bytes
+ *   8      8    offset of the record in that entry log
+ *   16     4    crc32c of that record (its header with the crc field 0, then
+ *               the entry bytes): the value of the record's own crc field
+ *   20     4    reserved, zero
+ *
+ * Group commit with large entries: the group's direct records are written
+ * with one pwritev and the direct log fdatasynced, then the journal part is
+ * written and fdatasynced; the group completes only after both. So an
+ * acknowledged ADD_REF always has its record durable; a reference whose
+ * record is missing or damaged can only belong to the last group written
+ * before a crash (never acknowledged), and replay ends the journal there,
+ * like a torn record. GC keeps direct logs the journal may reference
+ * (entry_log.h: pinned).
  *
  * Queue: a ring of journal_req_t slots, allocated once (no per-add malloc).
  * The loop thread fills the slot at tail and publishes it (journal_submit);
@@ -33,9 +57,9 @@
  * A group also closes at group_wait_us_max after it started, group_bytes_max
  * bytes or group_entries_max records.
  *
- * Errors: a failed write or fdatasync fails that group with -errno and every
- * later group with the same code (the journal never writes again; the bookie
- * turns read-only).
+ * Errors: a failed write or fdatasync (journal or direct log) fails that group with -errno and
+ * every later group with the same code (the journal never writes again; the bookie turns
+ * read-only).
  */
 #ifndef QUIRE_STORAGE_BOOKIE_JOURNAL_H
 #define QUIRE_STORAGE_BOOKIE_JOURNAL_H
@@ -46,18 +70,37 @@
 #include "common/buf.h"
 #include "common/exec.h"
 #include "storage/bookie/bookie.h"
+#include "storage/bookie/entry_log.h"
 
 #define JOURNAL_MAGIC 0x314a5251u
+#define JOURNAL_FORMAT_VERSION 2 /* 2: ADD_REF records */
+#define JOURNAL_REF_BYTES 24u
 #define JOURNAL_HEADER_BYTES 40u
 #define JOURNAL_PAYLOAD_MAX (64u << 20)
 #define JOURNAL_COPY_MAX (64u << 10) /* larger payloads are written from the qbuf (iovec) */
+/* Direct-log bytes one group may carry (besides group_bytes_max of journal
+ * bytes): large, because each group costs two fdatasyncs and the records are
+ * written from their qbufs (no copy, no buffer to size). */
+#define JOURNAL_DIRECT_GROUP_BYTES_MAX (8u << 20)
 
 enum journal_rec_type {
     JREC_ADD = 1,
     JREC_FENCE = 2,
     JREC_DELETE = 3,
     JREC_CHECKPOINT = 4,
+    JREC_ADD_REF = 5,
 };
+
+/* The payload of an ADD_REF record, decoded. */
+typedef struct journal_ref {
+    uint32_t log_id;
+    uint32_t length;
+    uint64_t offset;
+    uint32_t crc;
+} journal_ref_t;
+
+/* Decodes p[JOURNAL_REF_BYTES]. */
+void journal_ref_decode(const uint8_t *p, journal_ref_t *out);
 
 typedef struct journal_pos {
     uint64_t seq; /* journal file */
@@ -76,7 +119,9 @@ typedef struct journal_req {
     uint32_t type; /* enum journal_rec_type */
     int rc;        /* set by the bookie while completing */
     int64_t ledger_id, entry_id, lac;
-    qbuf_t *data; /* ADD: one reference, owned by the slot until completion */
+    qbuf_t *data;     /* ADD: one reference, owned by the slot until completion */
+    uint32_t log_id;  /* set by the journal thread when the entry went to a direct log (else 0) */
+    uint64_t log_off; /* ... and the offset of its record there */
     union {
         bookie_add_cb add;
         bookie_lac_cb lac;
@@ -92,7 +137,9 @@ typedef struct journal_config {
     uint32_t group_bytes_max;
     uint32_t group_entries_max;
     uint64_t file_size_bytes;
-    uint32_t ring_slots; /* queue bound (queued + in flight) */
+    uint32_t ring_slots;        /* queue bound (queued + in flight) */
+    uint32_t large_entry_bytes; /* adds this large go to the direct log; 0: never */
+    elog_direct_t *direct;      /* the direct log writer (journal thread), or NULL */
 } journal_config_t;
 
 /* Called on the loop for each group: slots [begin, end) were written (rc == 0)
@@ -121,6 +168,9 @@ journal_req_t *journal_slot(journal_t *j, uint64_t idx);
 void journal_release(journal_t *j, uint64_t end);
 
 void journal_get_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total);
+/* Direct log: fdatasyncs, time in writes + fdatasyncs, bytes written. */
+void journal_get_direct_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total,
+                              uint64_t *bytes);
 /* Fault injection for tests: the next group write fails with err (< 0). */
 void journal_inject_error(journal_t *j, int err);
 
@@ -133,7 +183,11 @@ typedef struct journal_record {
     uint32_t len;
     journal_pos_t pos;
 } journal_record_t;
+/* Returns 0 to go on, JOURNAL_REPLAY_END when the record cannot be used (an
+ * ADD_REF whose entry-log record is missing or damaged: the journal ends there
+ * and is truncated, as at a torn record), or a negative code to fail. */
 typedef int (*journal_replay_fn)(void *ctx, const journal_record_t *rec);
+#define JOURNAL_REPLAY_END 1
 
 /* Replays every record at or after from, in order. The first record that is
  * torn or fails its checksum ends the journal: its file is truncated there

@@ -7,6 +7,7 @@
 #define QUIRE_TEST_BOOKIE_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "storage/bookie/bookie.h"
 #include "tests/unit/support/test_support.h"
@@ -37,6 +38,16 @@ int bt_gc(bookie_t *bk);
 /* Reads and compares against bt_fill: 0, or the read's rc, or QE_CORRUPT on a mismatch. */
 int bt_verify(bookie_t *bk, int64_t ledger_id, int64_t entry_id, size_t n);
 
+/* bookie_open that TEST_REQUIREs success. */
+bookie_t *bt_open(const bookie_config_t *cfg);
+/* A fresh temporary directory (caller frees; test_rm_rf removes it). */
+char *bt_dir(const char *tag);
+/* Files in dir/sub ending with ext; the path of one of them into last_path. */
+int bt_count_files(const char *dir, const char *sub, const char *ext, char *last_path, size_t n);
+/* XORs the byte at off of path with 0x5a. */
+void bt_flip_byte(const char *path, off_t off);
+
+void bookie_direct_register(void);
 void bookie_crash_register(void);
 
 #endif

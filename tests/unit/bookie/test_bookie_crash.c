@@ -7,7 +7,12 @@
  * directory, so later rounds also replay journals and entry logs left by
  * earlier kills (including kills during open). After checking a round, the
  * parent deletes that round's ledgers and runs GC, so deletion and GC state
- * cross crashes too. Bounded: each child lives at most CRASH_DELAY_MS_MAX.
+ * cross crashes too. Every fourth entry is large (4-40 KB, above the
+ * child's journal_large_entry_bytes): written once to a direct entry log with
+ * a reference in the journal, so kills also land between a direct log's
+ * fdatasync and the journal's, during direct log rolls (small logs) and while
+ * GC removes or compacts direct logs left by earlier rounds.
+ * Bounded: each child lives at most CRASH_DELAY_MS_MAX.
  */
 #include <errno.h>
 #include <poll.h>
@@ -29,6 +34,7 @@
 #define CRASH_LEDGERS 4
 #define CRASH_WINDOW 32
 #define CRASH_ACKS_MAX 20000
+#define CRASH_LARGE_MIN (4u << 10) /* the child's journal_large_entry_bytes */
 
 typedef struct ack {
     int64_t ledger_id, entry_id;
@@ -37,6 +43,8 @@ typedef struct ack {
 static size_t crash_len(int64_t ledger_id, int64_t entry_id)
 {
     uint64_t x = (uint64_t)ledger_id * 31 + (uint64_t)entry_id * 7919;
+    if (entry_id % 4 == 3)
+        return CRASH_LARGE_MIN + (x % (36u << 10));
     return 1 + (x % 2500);
 }
 
@@ -47,6 +55,7 @@ static void crash_config(bookie_config_t *cfg, const char *dir)
     cfg->entry_log_size_bytes = 512u << 10;
     cfg->write_cache_bytes = 256u << 10; /* flush + checkpoint often */
     cfg->flush_interval_ms = 25;
+    cfg->journal_large_entry_bytes = CRASH_LARGE_MIN;
 }
 
 /* ---------------------------------------------------------------- child -- */

@@ -1,0 +1,399 @@
+/*
+ * Tests of large entries written once (journal_large_entry_bytes): the
+ * journal thread writes the entry's record to a direct entry log and only an
+ * ADD_REF record to the journal. Covered: replay of references after a crash
+ * (reopen without close), small and large entries mixed in order, a torn or
+ * missing direct record behind the journal's last reference (truncated, never
+ * served), a corrupt one (the journal ends there; after a checkpoint: the read
+ * fails with QE_CORRUPT), re-adds across direct and flushed logs (the newest
+ * version wins after reopen), GC removal and compaction of direct logs and
+ * their pinning while the journal may reference them, the checkpoint version,
+ * and switching the feature off and on over the same store.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "storage/bookie/bookie_int.h"
+#include "storage/bookie/bookie_io.h"
+#include "tests/unit/bookie/bookie_test.h"
+
+#define DT_LARGE 20000u
+#define DT_REC (ELOG_HEADER_BYTES + DT_LARGE) /* one direct record */
+
+static void dt_config(bookie_config_t *cfg, const char *dir)
+{
+    bt_config(cfg, dir);
+    cfg->journal_large_entry_bytes = 16u << 10;
+}
+
+/* Entry e of the mixed tests: every third one large. */
+static size_t dt_len(int64_t e)
+{
+    return e % 3 == 0 ? 20000 + (size_t)e * 1000 : 100 + (size_t)e;
+}
+
+/* The indexed location of (l, e), if any. */
+static bool dt_loc(bookie_t *bk, int64_t l, int64_t e, idx_loc_t *out)
+{
+    pthread_mutex_lock(&bk->lock);
+    const ledger_t *led = ledger_find(&bk->ledgers, l);
+    const idx_loc_t *loc = led && !led->deleted ? ledger_index_find(led, e) : NULL;
+    if (loc)
+        *out = *loc;
+    pthread_mutex_unlock(&bk->lock);
+    return loc != NULL;
+}
+
+/* Runs the loop until (l, e) is indexed with length len (a flush ran). */
+static idx_loc_t dt_wait_indexed(bookie_t *bk, int64_t l, int64_t e, uint32_t len)
+{
+    idx_loc_t loc = {0};
+    for (int i = 0; i < 500; i++) {
+        if (dt_loc(bk, l, e, &loc) && loc.length == len)
+            return loc;
+        test_run_for(bt_loop, 0.01);
+    }
+    TEST_REQUIRE(dt_loc(bk, l, e, &loc) && loc.length == len);
+    return loc;
+}
+
+static uint32_t dt_checkpoint_version(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ledgers/checkpoint", dir);
+    int fd = open(path, O_RDONLY);
+    TEST_REQUIRE(fd >= 0);
+    uint8_t b[8];
+    TEST_REQUIRE(pread(fd, b, sizeof b, 0) == (ssize_t)sizeof b);
+    close(fd);
+    return get_le32(b + 4);
+}
+
+/* ---------------------------------------------------------------- tests -- */
+
+static void test_direct_replay_mixed(void)
+{
+    char *dir = bt_dir("bk-direct");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    bookie_t *bk = bt_open(&cfg);
+    uint64_t large = 0, small = 0, n = 0;
+    for (int l = 1; l <= 2; l++)
+        for (int e = 0; e < 30; e++) {
+            CU_ASSERT_EQUAL(bt_add(bk, l, e, e - 1, dt_len(e)), 0);
+            *(dt_len(e) >= cfg.journal_large_entry_bytes ? &large : &small) +=
+                ELOG_HEADER_BYTES + dt_len(e);
+            n++;
+        }
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.direct_bytes, large);
+    CU_ASSERT_TRUE(st.direct_syncs >= 1);
+    CU_ASSERT_EQUAL(st.entry_logs, 1); /* only the direct log: nothing flushed yet */
+    CU_ASSERT_EQUAL(st.entry_log_bytes, large);
+    CU_ASSERT_EQUAL(bt_verify(bk, 1, 3, dt_len(3)), 0); /* from the write cache */
+    bookie_test_abandon(bk);                            /* crash: only the journal knows */
+
+    bk = bt_open(&cfg);
+    int bad = 0;
+    for (int l = 1; l <= 2; l++) {
+        for (int e = 0; e < 30; e++)
+            bad += bt_verify(bk, l, e, dt_len(e)) != 0;
+        int64_t lac = -2, last = -2;
+        CU_ASSERT_EQUAL(bt_read_lac(bk, l, &lac), 0);
+        CU_ASSERT_EQUAL(lac, 28);
+        CU_ASSERT_EQUAL(bt_last_entry(bk, l, &last), 0);
+        CU_ASSERT_EQUAL(last, 29);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    /* The recovery flush copied the small entries only: large ones stay where
+     * the journal thread wrote them. */
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.entry_log_bytes, large + small);
+    CU_ASSERT_EQUAL(st.entry_logs, 2);
+    bookie_close(bk);
+
+    bk = bt_open(&cfg); /* from .idx files only (the journal was trimmed) */
+    for (int l = 1; l <= 2; l++)
+        for (int e = 0; e < 30; e++)
+            bad += bt_verify(bk, l, e, dt_len(e)) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.entry_log_bytes, large + small);
+    CU_ASSERT_EQUAL(st.read_cache_hits, 0);
+    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 2);
+    bookie_close(bk);
+    (void)n;
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* Five large adds (each its own group) then a crash; *lpath: the direct log. */
+static void dt_five_large(const bookie_config_t *cfg, char *lpath, size_t n, bool crash)
+{
+    bookie_t *bk = bt_open(cfg);
+    for (int e = 0; e < 5; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 7, e, e - 1, DT_LARGE), 0);
+    if (crash)
+        bookie_test_abandon(bk);
+    else
+        bookie_close(bk);
+    TEST_REQUIRE(bt_count_files(cfg->data_dir, "ledgers", ".log", lpath, n) == 1);
+}
+
+enum { TEAR_MID_PAYLOAD, TEAR_WHOLE_RECORD, TEAR_ZEROS };
+
+/* The crash tore the direct record of the last reference: replay truncates
+ * the journal there and never serves the entry; the bookie writes again. */
+static void dt_torn(int how)
+{
+    char *dir = bt_dir("bk-dtorn");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    char lpath[4096];
+    dt_five_large(&cfg, lpath, sizeof lpath, true);
+    off_t rec4 = 4 * (off_t)DT_REC;
+    if (how == TEAR_MID_PAYLOAD) {
+        TEST_REQUIRE(truncate(lpath, rec4 + ELOG_HEADER_BYTES + 5000) == 0);
+    } else if (how == TEAR_WHOLE_RECORD) {
+        TEST_REQUIRE(truncate(lpath, rec4) == 0);
+    } else {
+        int fd = open(lpath, O_WRONLY);
+        TEST_REQUIRE(fd >= 0);
+        uint8_t z[4096] = {0};
+        TEST_REQUIRE(pwrite(fd, z, sizeof z, rec4 + 8192) == (ssize_t)sizeof z);
+        close(fd);
+    }
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 4; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, DT_LARGE), 0);
+    qbuf_t *b = NULL;
+    CU_ASSERT_EQUAL(bt_read(bk, 7, 4, &b, NULL), QE_NO_ENTRY);
+    CU_ASSERT_PTR_NULL(b);
+    int64_t last = -2;
+    CU_ASSERT_EQUAL(bt_last_entry(bk, 7, &last), 0);
+    CU_ASSERT_EQUAL(last, 3);
+    CU_ASSERT_EQUAL(bt_add(bk, 7, 4, 3, 30000), 0); /* writable again */
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    for (int e = 0; e < 4; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 7, 4, 30000), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_direct_torn_mid_payload(void)
+{
+    dt_torn(TEAR_MID_PAYLOAD);
+}
+
+static void test_direct_torn_missing_record(void)
+{
+    dt_torn(TEAR_WHOLE_RECORD);
+}
+
+static void test_direct_torn_zeros(void)
+{
+    dt_torn(TEAR_ZEROS);
+}
+
+/* A flipped byte in the record of a reference in the middle of the journal:
+ * the journal ends there, as at a corrupt journal record; the entry is not
+ * served. After a checkpoint (read from the log by the index): QE_CORRUPT. */
+static void test_direct_corrupt_payload(void)
+{
+    char *dir = bt_dir("bk-dflip");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    char lpath[4096];
+    dt_five_large(&cfg, lpath, sizeof lpath, true);
+    bt_flip_byte(lpath, 2 * (off_t)DT_REC + ELOG_HEADER_BYTES + 100);
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 2; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, DT_LARGE), 0);
+    for (int e = 2; e < 5; e++)
+        CU_ASSERT_EQUAL(bt_read(bk, 7, e, NULL, NULL), QE_NO_ENTRY);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+
+    dir = bt_dir("bk-dflip2");
+    dt_config(&cfg, dir);
+    dt_five_large(&cfg, lpath, sizeof lpath, false); /* indexed by the checkpoint */
+    bt_flip_byte(lpath, 2 * (off_t)DT_REC + ELOG_HEADER_BYTES + 100);
+    bk = bt_open(&cfg);
+    qbuf_t *b = NULL;
+    CU_ASSERT_EQUAL(bt_read(bk, 7, 2, &b, NULL), QE_CORRUPT);
+    CU_ASSERT_PTR_NULL(b);
+    for (int e = 0; e < 5; e++)
+        if (e != 2)
+            CU_ASSERT_EQUAL(bt_verify(bk, 7, e, DT_LARGE), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* Re-adds (before fencing, or recovery adds) move an entry between a direct
+ * log and the flush's log, both ways, whichever has the higher id: after a
+ * crash and after a clean reopen, the newest version is the one read. */
+static void test_direct_readd_newest_wins(void)
+{
+    char *dir = bt_dir("bk-dreadd");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    cfg.flush_interval_ms = 20;
+    cfg.entry_log_size_bytes = 64u << 10; /* direct logs roll after 60 KiB */
+    bookie_t *bk = bt_open(&cfg);
+    /* Direct log first (id 1), then the flush's log (id 2). */
+    CU_ASSERT_EQUAL(bt_add(bk, 5, 0, -1, DT_LARGE), 0);
+    idx_loc_t d = dt_wait_indexed(bk, 5, 0, DT_LARGE);
+    CU_ASSERT_EQUAL(bt_add(bk, 5, 1, 0, 100), 0);
+    idx_loc_t f = dt_wait_indexed(bk, 5, 1, 100);
+    CU_ASSERT_TRUE(f.log_id > d.log_id);
+    /* Large again: written to direct log 1, below its previous location: copied. */
+    CU_ASSERT_EQUAL(bt_add(bk, 5, 1, 0, 30000), 0);
+    idx_loc_t c = dt_wait_indexed(bk, 5, 1, 30000);
+    CU_ASSERT_TRUE(c.log_id >= f.log_id);
+    /* Small again over a direct record: after it. */
+    CU_ASSERT_EQUAL(bt_add(bk, 5, 0, 0, 50), 0);
+    dt_wait_indexed(bk, 5, 0, 50);
+
+    /* The flush's log first, then newer direct logs. */
+    CU_ASSERT_EQUAL(bt_add(bk, 6, 9, -1, 100), 0);
+    dt_wait_indexed(bk, 6, 9, 100);
+    for (int e = 0; e < 4; e++) /* each in a new direct log */
+        CU_ASSERT_EQUAL(bt_add(bk, 6, e, -1, 60000), 0);
+    idx_loc_t d2 = dt_wait_indexed(bk, 6, 3, 60000);
+    /* Small over it: the flush's current log is older: retired, copy in a new one. */
+    CU_ASSERT_EQUAL(bt_add(bk, 6, 3, -1, 10), 0);
+    idx_loc_t s2 = dt_wait_indexed(bk, 6, 3, 10);
+    CU_ASSERT_TRUE(s2.log_id > d2.log_id);
+    bookie_test_abandon(bk);
+
+    for (int round = 0; round < 2; round++) { /* after the crash, then after a clean close */
+        bk = bt_open(&cfg);
+        CU_ASSERT_EQUAL(bt_verify(bk, 5, 0, 50), 0);
+        CU_ASSERT_EQUAL(bt_verify(bk, 5, 1, 30000), 0);
+        CU_ASSERT_EQUAL(bt_verify(bk, 6, 3, 10), 0);
+        CU_ASSERT_EQUAL(bt_verify(bk, 6, 2, 60000), 0);
+        CU_ASSERT_EQUAL(bt_verify(bk, 6, 9, 100), 0);
+        bookie_close(bk);
+    }
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* Direct logs are removed and compacted like any entry log once nothing in
+ * the journal can refer to them; before that GC leaves them alone. */
+static void test_direct_gc_and_compaction(void)
+{
+    char *dir = bt_dir("bk-dgc");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 9; e++) /* ledger 10: 90% of the direct log, deleted */
+        CU_ASSERT_EQUAL(bt_add(bk, 10, e, e - 1, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 11, 0, -1, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 11, 1, 0, 100), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_delete(bk, 10), 0);
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    CU_ASSERT_EQUAL(st.entry_logs, 2); /* the flush's log, and the copy's new log */
+    CU_ASSERT_TRUE(st.entry_log_bytes < 2 * DT_REC + 1000);
+    CU_ASSERT_EQUAL(bt_verify(bk, 11, 0, DT_LARGE), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_verify(bk, 11, 0, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 11, 1, 100), 0);
+    CU_ASSERT_EQUAL(bt_read(bk, 10, 0, NULL, NULL), QE_NO_LEDGER);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+
+    /* In one run: small direct logs roll (3 records each); deleted, the sealed
+     * ones go once a checkpoint is past them, the current one stays pinned. */
+    dir = bt_dir("bk-dpin");
+    dt_config(&cfg, dir);
+    cfg.entry_log_size_bytes = 64u << 10;
+    cfg.flush_interval_ms = 20;
+    bk = bt_open(&cfg);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 12, e, e - 1, DT_LARGE), 0);
+    dt_wait_indexed(bk, 12, 9, DT_LARGE);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".log", NULL, 0), 4);
+    CU_ASSERT_EQUAL(bt_delete(bk, 12), 0);
+    test_run_for(bt_loop, 0.3); /* periodic checkpoints after the delete */
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_removed, 3);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".log", NULL, 0), 1); /* current: pinned */
+    bookie_close(bk);
+    bk = bt_open(&cfg); /* nothing in the journal refers to it any more */
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".log", NULL, 0), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* Off (0): entries journaled whole, checkpoint version 1. A store written
+ * either way opens either way: old journals replay, and references replay
+ * whatever the setting. */
+static void test_direct_switch_off_and_on(void)
+{
+    char *dir = bt_dir("bk-dswitch");
+    bookie_config_t off, on;
+    dt_config(&off, dir);
+    off.journal_large_entry_bytes = 0;
+    dt_config(&on, dir);
+    bookie_t *bk = bt_open(&off);
+    CU_ASSERT_EQUAL(bt_add(bk, 20, 0, -1, DT_LARGE), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.direct_bytes, 0);
+    CU_ASSERT_EQUAL(st.entry_logs, 0);
+    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 1);
+    bookie_test_abandon(bk);
+
+    bk = bt_open(&on); /* a version 1 journal */
+    CU_ASSERT_EQUAL(bt_verify(bk, 20, 0, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 2);
+    CU_ASSERT_EQUAL(bt_add(bk, 20, 1, 0, DT_LARGE), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.direct_bytes, DT_REC);
+    bookie_test_abandon(bk);
+
+    bk = bt_open(&off); /* references replay with the feature off too */
+    CU_ASSERT_EQUAL(bt_verify(bk, 20, 0, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 20, 1, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 1);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+void bookie_direct_register(void)
+{
+    CU_pSuite s = CU_add_suite("bookie_direct", NULL, NULL);
+    CU_add_test(s, "large entries: replay of references after a crash, mixed with small",
+                test_direct_replay_mixed);
+    CU_add_test(s, "torn direct record (mid payload) at the tail: truncated",
+                test_direct_torn_mid_payload);
+    CU_add_test(s, "missing direct record at the tail: truncated", test_direct_torn_missing_record);
+    CU_add_test(s, "zeroed direct record at the tail: truncated", test_direct_torn_zeros);
+    CU_add_test(s, "corrupt direct record: never served", test_direct_corrupt_payload);
+    CU_add_test(s, "re-adds across direct and flushed logs: newest wins",
+                test_direct_readd_newest_wins);
+    CU_add_test(s, "GC and compaction of direct logs, pinning", test_direct_gc_and_compaction);
+    CU_add_test(s, "feature off and on over one store", test_direct_switch_off_and_on);
+}
