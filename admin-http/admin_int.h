@@ -172,6 +172,15 @@ void admin_subscription_peek(admin_req_t *req);
 void admin_last_message_id(admin_req_t *req);
 void admin_lookup(admin_req_t *req);
 
+/* admin_permissions.c: topic grants (destination_auth) and subscription
+ * roles (subscription_auth_roles) */
+void admin_topic_permissions_get(admin_req_t *req);
+void admin_topic_permission_grant(admin_req_t *req);
+void admin_topic_permission_revoke(admin_req_t *req);
+void admin_subscription_permissions_get(admin_req_t *req);
+void admin_subscription_permission_grant(admin_req_t *req);
+void admin_subscription_permission_revoke(admin_req_t *req);
+
 /* admin_schemas.c: the schema registry (/admin/v2/schemas/...) */
 void admin_schema_get(admin_req_t *req);
 void admin_schemas_get_all(admin_req_t *req);

@@ -150,6 +150,18 @@ static int check_long(const json_t *body, json_t **out, char *reason, size_t cap
     return 0;
 }
 
+/* Pulsar's internalSetCompactionThreshold: a long, 412 when negative. */
+static int check_compaction_threshold(const json_t *body, json_t **out, char *reason, size_t cap)
+{
+    if (!json_is_integer(body))
+        return fail(400, reason, cap, "%s", "compactionThreshold must be an integer");
+    json_int_t v = json_integer_value(body);
+    if (v < 0)
+        return fail(412, reason, cap, "%s", "compactionThreshold must be 0 or more");
+    *out = json_integer(v);
+    return 0;
+}
+
 static const char *const quota_policies[] = {"producer_request_hold", "producer_exception",
                                              "consumer_backlog_eviction", NULL};
 static const char *const schema_strategies[] = {
@@ -300,6 +312,7 @@ static const admin_policy_def_t policy_defs[] = {
     {"schemaValidationEnforced", "schema_validation_enforced", POLICY_KEY_NONE, check_bool},
     {"offloadThreshold", "offload_threshold", POLICY_KEY_NONE, check_long},
     {"offloadPolicies", "offload_policies", POLICY_KEY_NONE, check_offload_policies},
+    {"compactionThreshold", "compaction_threshold", POLICY_KEY_NONE, check_compaction_threshold},
 };
 
 const admin_policy_def_t *admin_policy_find(const char *endpoint)
@@ -508,6 +521,54 @@ int admin_policy_check_actions(const json_t *body, json_t **out, char *reason, s
     }
     *out = res;
     return 0;
+}
+
+int admin_policy_check_roles(const json_t *body, json_t **out, char *reason, size_t cap)
+{
+    if (!json_is_array(body))
+        return fail(400, reason, cap, "%s", "Expected a list of roles");
+    json_t *res = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(body, i, v)
+    {
+        const char *r = json_string_value(v);
+        if (!r || !*r || strlen(r) > ADMIN_NAME_MAX) {
+            json_decref(res);
+            return fail(400, reason, cap, "%s", "Roles must be non-empty strings");
+        }
+        bool dup = false;
+        size_t j;
+        json_t *w;
+        json_array_foreach(res, j, w) dup |= strcmp(json_string_value(w), r) == 0;
+        if (!dup)
+            json_array_append(res, v);
+    }
+    *out = res;
+    return 0;
+}
+
+json_t *admin_actions_union(const json_t *a, const json_t *b)
+{
+    json_t *res = json_array();
+    const json_t *lists[2] = {a, b};
+    for (int k = 0; k < 2 && res; k++) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(lists[k], i, v)
+        {
+            if (!json_is_string(v))
+                continue;
+            bool dup = false;
+            size_t j;
+            json_t *w;
+            json_array_foreach(res, j, w) dup |=
+                strcmp(json_string_value(w), json_string_value(v)) == 0;
+            if (!dup)
+                json_array_append(res, v);
+        }
+    }
+    return res;
 }
 
 static int string_list(const json_t *body, const char *name, json_t **out, char *reason, size_t cap)

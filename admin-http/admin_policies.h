@@ -62,6 +62,12 @@ bool admin_policy_quota_type_valid(const char *type);
  * "sources", "sinks", "packages" (duplicates removed): 0 and *out, or -400/-412. */
 int admin_policy_check_actions(const json_t *body, json_t **out, char *reason, size_t cap);
 
+/* Subscription roles: a JSON array of non-empty role names of at most
+ * ADMIN_NAME_MAX bytes (duplicates removed): 0 and *out, or -400. */
+int admin_policy_check_roles(const json_t *body, json_t **out, char *reason, size_t cap);
+/* The union of two action arrays (either may be NULL): a new array. */
+json_t *admin_actions_union(const json_t *a, const json_t *b);
+
 /* Parses a request body as JSON (any value; duplicate keys refused). 0 and
  * *out (new; JSON null for an empty body when allow_empty), or -400 with the
  * parser's reason. */

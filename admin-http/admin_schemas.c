@@ -322,9 +322,12 @@ static void compat_done(const schema_result_t *res, void *arg)
         reply_registry_error(req, res);
         return;
     }
-    admin_reply_json(req, 202,
-                     json_pack("{sbss}", "compatibility", res->rc == 0,
-                               "schemaCompatibilityStrategy", schema_strategy_name(res->strategy)));
+    json_t *body = json_pack("{sbss}", "compatibility", res->rc == 0, "schemaCompatibilityStrategy",
+                             schema_strategy_name(res->strategy));
+    /* Quire's addition: why not (Pulsar answers an error carrying the reason). */
+    if (body && res->rc < 0)
+        json_object_set_new(body, "reason", json_string(res->reason));
+    admin_reply_json(req, 202, body);
 }
 
 static void schema_compat_step(admin_req_t *req)

@@ -112,6 +112,15 @@
                      "/expireMessages/{seconds}"},                                                 \
          admin_expire_all_subscriptions,                                                           \
          d},                                                                                       \
+        {{HTTP_GET, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/permissions"},                   \
+         admin_topic_permissions_get,                                                              \
+         d},                                                                                       \
+        {{HTTP_POST, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/permissions/{role}"},           \
+         admin_topic_permission_grant,                                                             \
+         d},                                                                                       \
+        {{HTTP_DELETE, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/permissions/{role}"},         \
+         admin_topic_permission_revoke,                                                            \
+         d},                                                                                       \
         {{HTTP_GET, "/admin/v2/" d "/{tenant}/{namespace}/{topic}/examinemessage"},                \
          admin_examine_message,                                                                    \
          d},                                                                                       \
@@ -166,11 +175,19 @@ static const admin_route_t admin_routes[] = {
     POLICY_ROUTES("schemaValidationEnforced"),
     POLICY_ROUTES("offloadThreshold"),
     POLICY_ROUTES("offloadPolicies"),
+    POLICY_ROUTES("compactionThreshold"),
     {{HTTP_DELETE, NS "/removeOffloadPolicies"}, admin_policy_delete_h, "offloadPolicies"},
     {{HTTP_GET, NS "/backlogQuotaMap"}, admin_backlog_quota_map, NULL},
     {{HTTP_GET, NS "/permissions"}, admin_permissions_get, NULL},
     {{HTTP_POST, NS "/permissions/{role}"}, admin_permission_grant, NULL},
     {{HTTP_DELETE, NS "/permissions/{role}"}, admin_permission_revoke, NULL},
+    {{HTTP_GET, NS "/permissions/subscription"}, admin_subscription_permissions_get, NULL},
+    {{HTTP_POST, NS "/permissions/subscription/{subscription}"},
+     admin_subscription_permission_grant,
+     NULL},
+    {{HTTP_DELETE, NS "/permissions/{subscription}/{role}"},
+     admin_subscription_permission_revoke,
+     NULL},
     /* topics */
     TOPIC_ROUTES("persistent"),
     TOPIC_ROUTES("non-persistent"),

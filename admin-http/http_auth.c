@@ -13,14 +13,20 @@
  *      401 (Pulsar's answer for administrative operations); a topic or
  *      namespace operation without the produce/consume grant -> 403.
  *
+ * Proxies: a role in proxyRoles must name the client it acts for in
+ * X-Original-Principal (401 otherwise); both roles are then authorized. Any
+ * other role may only name itself there (Pulsar's isValidOriginalPrincipal).
+ *
  * Route classes (Pulsar's PulsarAuthorizationProvider):
  *   superuser     clusters (write), tenants (list, create, update, delete),
  *                 brokers (except ready/version/health)
  *   tenant admin  tenant read, namespaces and every namespace policy,
- *                 permissions, topic create/delete/partitions/unload/
- *                 terminate/compaction, schema upload and delete
+ *                 namespace, subscription and topic permissions, topic
+ *                 create/delete/partitions/unload/terminate/compaction,
+ *                 schema upload and delete
  *   consume       subscriptions, peek, examinemessage, message by id or
- *                 time, skip/reset/expire, lastMessageId
+ *                 time, skip/reset/expire, lastMessageId (a {subscription}
+ *                 in the route also meets that subscription's roles)
  *   lookup        (produce or consume) topic lists, stats, partitions,
  *                 lookup, schema reads
  *   authenticated clusters (read), brokers ready/version/health, /metrics
@@ -46,6 +52,7 @@ typedef struct route_need {
     char tenant[TOPIC_NAME_MAX + 1];
     char ns[2 * TOPIC_NAME_MAX + 2];
     char topic[TOPIC_NAME_MAX + 1];
+    char subscription[TOPIC_NAME_MAX + 1]; /* consume routes naming one */
 } route_need_t;
 
 /* ------------------------------------------------------------- classes -- */
@@ -76,6 +83,8 @@ static authz_action_t topic_route_action(int method, const char *rest)
         return AUTHZ_LOOKUP;
     if (strcmp(rest, "/compaction") == 0)
         return method == HTTP_GET ? AUTHZ_LOOKUP : AUTHZ_TENANT_ADMIN;
+    if (strcmp(rest, "/permissions") == 0 || starts(rest, "/permissions/"))
+        return AUTHZ_TENANT_ADMIN;
     if (strcmp(rest, "/unload") == 0 || strcmp(rest, "/terminate") == 0)
         return AUTHZ_TENANT_ADMIN;
     if (strcmp(rest, "/subscriptions") == 0 || starts(rest, "/subscription/") ||
@@ -120,6 +129,9 @@ static void classify(const admin_req_t *req, route_need_t *n)
         fill_names(req, domain, n);
         const char *rest = after_topic(p);
         n->action = rest ? topic_route_action(m, rest) : AUTHZ_LOOKUP; /* topic lists */
+        if (n->action == AUTHZ_CONSUME)
+            snprintf(n->subscription, sizeof n->subscription, "%s",
+                     admin_param(req, "subscription"));
     } else if (starts(p, "/admin/v2/schemas/")) {
         fill_names(req, "persistent", n);
         n->action = topic_route_action(m, after_topic(p));
@@ -166,6 +178,7 @@ void admin_authorize(admin_req_t *req)
     broker_t *b = req->a->broker;
     auth_service_t *auth = broker_auth(b);
     route_need_t n;
+    const char *original = NULL;
     classify(req, &n);
     if (n.open && !auth_metrics_need_auth(auth)) {
         req->route->fn(req);
@@ -185,6 +198,7 @@ void admin_authorize(admin_req_t *req)
             return;
         }
         snprintf(req->role, sizeof req->role, "%s", res.role);
+        original = http_request_header(req->ex, "x-original-principal");
     } else {
         const char *anon = auth_anonymous_role(auth);
         snprintf(req->role, sizeof req->role, "%s", anon ? anon : "");
@@ -193,16 +207,31 @@ void admin_authorize(admin_req_t *req)
         req->route->fn(req);
         return;
     }
+    const char *bad = authz_original_principal_error(auth, req->role, original);
+    if (bad) {
+        log_info("auth", "%s: role '%s' with X-Original-Principal '%s': %s",
+                 http_request_peer(req->ex), req->role, original ? original : "", bad);
+        admin_reply_error(req, 401, "%s", bad);
+        return;
+    }
+    if (!auth_is_proxy_role(auth, req->role))
+        original = NULL; /* a role naming itself is authorized as itself */
     /* Names that could reach another metadata key are refused before use. */
     if ((n.tenant[0] && !admin_name_valid(n.tenant)) ||
         (n.ns[0] && !admin_name_valid(admin_param(req, "namespace")))) {
-        if (!auth_is_superuser(auth, req->role)) {
+        if (!auth_is_superuser(auth, req->role) || original) {
             authz_answered(0, false, req);
             return;
         }
     }
-    int rc = authz_check(b, req->role, n.tenant, n.ns[0] ? n.ns : NULL, n.topic[0] ? n.topic : NULL,
-                         n.action, authz_answered, req);
+    authz_request_t r = {.role = req->role,
+                         .original = original,
+                         .tenant = n.tenant,
+                         .ns = n.ns[0] ? n.ns : NULL,
+                         .topic = n.topic[0] ? n.topic : NULL,
+                         .subscription = n.subscription[0] ? n.subscription : NULL,
+                         .action = n.action};
+    int rc = authz_check_request(b, &r, authz_answered, req);
     if (rc < 0)
         admin_reply_error(req, 503, "Out of memory");
 }

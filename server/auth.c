@@ -47,6 +47,10 @@ struct auth_service {
     char anonymous_role[AUTH_ROLE_MAX];
     char *superusers[AUTH_SUPERUSERS_MAX];
     size_t superusers_count;
+    char *proxy_roles[AUTH_SUPERUSERS_MAX]; /* proxyRoles */
+    size_t proxy_roles_count;
+    bool wildcards;          /* authorizationAllowWildcardsMatching */
+    bool auth_original_data; /* authenticateOriginalAuthData */
     double refresh_check_s;
     bool metrics_auth;
 };
@@ -282,17 +286,18 @@ static int load_providers(auth_service_t *a, const char *list, char *err, size_t
     return 0;
 }
 
-static int load_superusers(auth_service_t *a, const char *list)
+/* A comma-separated list of roles (superUserRoles, proxyRoles). */
+static int load_roles(char **roles, size_t *count, const char *list)
 {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", list);
     char *save = NULL;
-    for (char *tok = strtok_r(buf, ", \t", &save); tok && a->superusers_count < AUTH_SUPERUSERS_MAX;
+    for (char *tok = strtok_r(buf, ", \t", &save); tok && *count < AUTH_SUPERUSERS_MAX;
          tok = strtok_r(NULL, ", \t", &save)) {
-        a->superusers[a->superusers_count] = strdup(tok);
-        if (!a->superusers[a->superusers_count])
+        roles[*count] = strdup(tok);
+        if (!roles[*count])
             return -ENOMEM;
-        a->superusers_count++;
+        (*count)++;
     }
     return 0;
 }
@@ -330,7 +335,13 @@ int auth_service_new(const qconfig_t *q, auth_service_t **out, char *err, size_t
     snprintf(a->anonymous_role, sizeof a->anonymous_role, "%s",
              qconfig_get(q, "anonymousUserRole", ""));
     if (rc == 0)
-        rc = load_superusers(a, qconfig_get(q, "superUserRoles", ""));
+        rc = load_roles(a->superusers, &a->superusers_count, qconfig_get(q, "superUserRoles", ""));
+    if (rc == 0)
+        rc = load_roles(a->proxy_roles, &a->proxy_roles_count, qconfig_get(q, "proxyRoles", ""));
+    if (rc == 0)
+        rc = get_bool(q, "authorizationAllowWildcardsMatching", &a->wildcards, err, err_len);
+    if (rc == 0)
+        rc = get_bool(q, "authenticateOriginalAuthData", &a->auth_original_data, err, err_len);
     if (rc == 0 && a->enabled)
         rc = load_providers(a, qconfig_get(q, "authenticationProviders", ""), err, err_len);
     if (rc == 0 && a->enabled && !a->token && !a->basic && !a->tls) {
@@ -373,6 +384,8 @@ void auth_service_free(auth_service_t *a)
     free(a->users);
     for (size_t i = 0; i < a->superusers_count; i++)
         free(a->superusers[i]);
+    for (size_t i = 0; i < a->proxy_roles_count; i++)
+        free(a->proxy_roles[i]);
     free(a);
 }
 
@@ -399,6 +412,31 @@ bool auth_is_superuser(const auth_service_t *a, const char *role)
         if (strcmp(a->superusers[i], role) == 0)
             return true;
     return false;
+}
+
+bool auth_is_proxy_role(const auth_service_t *a, const char *role)
+{
+    if (!a || !role || !*role)
+        return false;
+    for (size_t i = 0; i < a->proxy_roles_count; i++)
+        if (strcmp(a->proxy_roles[i], role) == 0)
+            return true;
+    return false;
+}
+
+bool auth_has_proxy_roles(const auth_service_t *a)
+{
+    return a && a->proxy_roles_count > 0;
+}
+
+bool authz_wildcards(const auth_service_t *a)
+{
+    return a && a->wildcards;
+}
+
+bool auth_original_auth_data(const auth_service_t *a)
+{
+    return a && a->auth_original_data;
 }
 
 double auth_refresh_check_s(const auth_service_t *a)

@@ -29,7 +29,8 @@
 typedef struct auth_service auth_service_t;
 
 /* Reads authenticationEnabled, authenticationProviders, token*, basicAuthConf,
- * anonymousUserRole, superUserRoles, authorizationEnabled,
+ * anonymousUserRole, superUserRoles, proxyRoles, authorizationEnabled,
+ * authorizationAllowWildcardsMatching, authenticateOriginalAuthData,
  * authenticationRefreshCheckSeconds and loads the keys. A configuration error:
  * QE_INVALID with "key: reason" in err. */
 int auth_service_new(const qconfig_t *q, auth_service_t **out, char *err, size_t err_len);
@@ -40,6 +41,15 @@ bool authz_enabled(const auth_service_t *a);
 /* anonymousUserRole, or NULL when unset. */
 const char *auth_anonymous_role(const auth_service_t *a);
 bool auth_is_superuser(const auth_service_t *a, const char *role);
+/* role is in proxyRoles: it must name an original principal, and both are
+ * authorized (authz.h). */
+bool auth_is_proxy_role(const auth_service_t *a, const char *role);
+bool auth_has_proxy_roles(const auth_service_t *a);
+/* authorizationAllowWildcardsMatching (false). */
+bool authz_wildcards(const auth_service_t *a);
+/* authenticateOriginalAuthData (false): a proxy's original_auth_data is
+ * authenticated and its role is the original principal. */
+bool auth_original_auth_data(const auth_service_t *a);
 /* authenticationRefreshCheckSeconds (60). */
 double auth_refresh_check_s(const auth_service_t *a);
 /* authenticateMetricsEndpoint (false). */

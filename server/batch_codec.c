@@ -247,8 +247,9 @@ int batch_encode_compacted(const batch_t *b, const bool *keep, qbuf_t **out)
     return 0;
 }
 
-size_t batch_retained_mask(const uint8_t *entry, size_t len, uint64_t *words, size_t cap)
+size_t batch_retained_mask(const uint8_t *entry, size_t len, uint64_t **words)
 {
+    *words = NULL;
     Pulsar__Proto__MessageMetadata *md = NULL;
     size_t off = 0;
     if (frame_parse_metadata(entry, len, &md, &off) < 0)
@@ -257,34 +258,42 @@ size_t batch_retained_mask(const uint8_t *entry, size_t len, uint64_t *words, si
                  (!md->has_compression || md->compression == PULSAR__PROTO__COMPRESSION_TYPE__NONE);
     int32_t n = md->num_messages_in_batch;
     frame_metadata_free(md);
-    if (!plain || n < 1 || (size_t)(n + 63) / 64 > cap)
+    if (!plain || n < 1 || n > BATCH_MESSAGES_MAX)
         return 0;
     size_t nwords = (size_t)(n + 63) / 64;
-    memset(words, 0, nwords * sizeof *words);
+    uint64_t *w = calloc(nwords, sizeof *w);
+    if (!w)
+        return 0;
     const uint8_t *p = entry + off;
     size_t left = len - off;
     bool any_out = false;
     for (int32_t i = 0; i < n; i++) {
         if (left < 4)
-            return 0;
+            goto none;
         uint32_t sm = rd32(p);
         if (sm > left - 4)
-            return 0;
+            goto none;
         Pulsar__Proto__SingleMessageMetadata *smd =
             pulsar__proto__single_message_metadata__unpack(NULL, sm, p + 4);
         if (!smd)
-            return 0;
+            goto none;
         bool out = smd->has_compacted_out && smd->compacted_out;
         int32_t ps = smd->payload_size;
         pulsar__proto__single_message_metadata__free_unpacked(smd, NULL);
         if (ps < 0 || (size_t)ps > left - 4 - sm)
-            return 0;
+            goto none;
         if (out)
             any_out = true;
         else
-            words[i / 64] |= 1ull << (i % 64);
+            w[i / 64] |= 1ull << (i % 64);
         p += 4 + sm + (size_t)ps;
         left -= 4 + sm + (size_t)ps;
     }
-    return any_out ? nwords : 0;
+    if (!any_out)
+        goto none;
+    *words = w;
+    return nwords;
+none:
+    free(w);
+    return 0;
 }

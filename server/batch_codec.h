@@ -98,9 +98,11 @@ int batch_encode_compacted(const batch_t *b, const bool *keep, qbuf_t **out);
 
 /* Bit i set for each message i of a compacted batch (entry: a stored slice)
  * that is not compacted_out, as java.util.BitSet words: the MESSAGE ack_set
- * with which clients skip the others. Returns the number of words written
- * (at most cap), or 0 when the entry is not a batch with compacted-out
- * messages (no mask needed) or cannot be read. */
-size_t batch_retained_mask(const uint8_t *entry, size_t len, uint64_t *words, size_t cap);
+ * with which clients skip the others. Sized from num_messages_in_batch (any
+ * batch up to BATCH_MESSAGES_MAX). Returns the number of words and sets
+ * *words to a new malloc'd array (owned by the caller), or returns 0 with
+ * *words NULL when the entry is not a batch with compacted-out messages (no
+ * mask needed) or cannot be read. */
+size_t batch_retained_mask(const uint8_t *entry, size_t len, uint64_t **words);
 
 #endif

@@ -271,7 +271,7 @@ struct consumer {
     int priority;
     int64_t permits; /* may go negative: whole entries are sent */
     bool closed;
-    qmap64_t *unacked; /* packed position -> batch size, for redelivery on close */
+    qmap64_t *unacked; /* packed position -> unacked_value(batch size, key hash) */
     uint64_t unacked_messages;
     /* Key_Shared STICKY ranges, inclusive, in 0..65535 */
     int32_t (*ranges)[2];
@@ -364,6 +364,22 @@ void subscription_replay_remove(subscription_t *s, ml_pos_t pos);
 /* Drops replay entries the cursor has acknowledged meanwhile. */
 void subscription_replay_trim(subscription_t *s);
 void subscription_replay_clear(subscription_t *s);
+/* A consumer's unacked map value: the entry's message count (low 32 bits,
+ * never 0) and its Key_Shared key hash (high 32), so a redelivery can hold
+ * newer entries of the same key behind it. */
+static inline void *unacked_value(int32_t num_messages, uint32_t key_hash)
+{
+    return (void *)(uintptr_t)((uint64_t)key_hash << 32 | (uint32_t)num_messages);
+}
+static inline uint64_t unacked_messages_of(const void *v)
+{
+    return (uint64_t)(uintptr_t)v & 0xffffffffu;
+}
+static inline uint32_t unacked_key_hash_of(const void *v)
+{
+    return (uint32_t)((uint64_t)(uintptr_t)v >> 32);
+}
+
 /* Key_Shared: counts one more entry of hash slot key_hash held in the replay
  * set (delayed.c adds released entries to the set directly). */
 void subscription_replay_count_key(subscription_t *s, uint32_t key_hash);

@@ -48,6 +48,16 @@
  * the horizon and the topic is read as usual. Compacted batches go out with
  * an ack_set that marks their compacted-out messages as acknowledged, which
  * every client skips (the C++ and Python clients do not know compacted_out).
+ *
+ * Acknowledging compacted (durable subscriptions): clients never acknowledge
+ * the messages they skipped, so when a compacted batch is dispatched its
+ * compacted-out messages are recorded as acknowledged (the cursor's
+ * batch-index bitset of the entry, or `trimmed` for an entry of a ledger
+ * trimmed since compaction, which the cursor cannot hold: compaction_acks.c).
+ * After acknowledgements, `prefix` counts the view's leading entries known
+ * acknowledged; the cursor's mark-delete position moves to the last of them
+ * (the horizon once the whole view is), over the entries compaction removed
+ * and nobody will acknowledge: the progress that survives a restart.
  */
 #include <assert.h>
 #include <errno.h>
@@ -61,6 +71,7 @@
 #include "server/broker_admin.h"
 #include "server/codec/frame.h"
 #include "server/compaction.h"
+#include "server/compaction_acks.h"
 #include "server/ns_policies.h"
 
 #define CENTRY_MAGIC 0x0c01u
@@ -69,7 +80,9 @@
 #define RUN_READ_ENTRIES 100u
 #define RUN_READ_BYTES (4u << 20)
 #define VIEW_READ_ENTRIES 64u
-#define MASK_WORDS_MAX 1024u
+/* The longest batch-index bitset a cursor records (storage/managed's
+ * ML_ACK_SET_WORDS_MAX): masks of larger batches are not pre-recorded. */
+#define CURSOR_ACK_SET_WORDS_MAX 128u
 
 enum { CV_LOADING = 0, CV_READY = 1, CV_FAILED = 2 };
 
@@ -101,8 +114,14 @@ typedef struct compaction_state {
 } compaction_state_t;
 
 struct compaction_sub {
-    ml_pos_t next; /* next original position to read from the view */
-    bool done;     /* past the view: the cursor reads the topic */
+    ml_pos_t next;       /* next original position to read from the view */
+    bool done;           /* past the view: the cursor reads the topic */
+    bool from_start;     /* reads the view from its beginning, trimmed ledgers included */
+    bool rewound;        /* the cursor was reset: start again at the next read */
+    cacks_t *trimmed;    /* acknowledgements of view entries in trimmed ledgers */
+    int64_t prefix_view; /* ledger of the view `prefix` counts in */
+    size_t prefix;       /* leading view entries known acknowledged */
+    uint64_t *mask;      /* the last ack_set compaction_ack_set built (owned) */
 };
 
 static ledger_client_t *lc_of(const topic_t *t)
@@ -163,13 +182,17 @@ static int32_t stored_last_index(const uint8_t *stored, size_t len)
     frame_metadata_free(md);
     if (n < 1)
         return -1;
-    uint64_t words[MASK_WORDS_MAX];
-    size_t k = batch_retained_mask(stored, len, words, MASK_WORDS_MAX);
-    for (size_t w = k; w-- > 0;)
-        for (int b = 63; b >= 0; b--)
-            if (words[w] >> b & 1)
-                return (int32_t)(w * 64 + (size_t)b);
-    return n - 1;
+    uint64_t *words;
+    size_t k = batch_retained_mask(stored, len, &words);
+    int32_t last = n - 1; /* no mask: every message is delivered */
+    for (size_t i = k * 64; i-- > 0;) {
+        if (words[i / 64] >> (i % 64) & 1) {
+            last = (int32_t)i;
+            break;
+        }
+    }
+    free(words);
+    return last;
 }
 
 /* ---------------------------------------------------------------- views -- */
@@ -971,6 +994,29 @@ int broker_admin_compaction_info(broker_t *b, const char *topic, int64_t *ledger
 
 /* ------------------------------------------------------ reading compacted -- */
 
+const char *compaction_subscribe_refusal(const topic_t *t, bool read_compacted, int sub_type)
+{
+    bool allowed = sub_type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Exclusive ||
+                   sub_type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Failover;
+    if (!read_compacted || allowed || !t->ml)
+        return NULL;
+    return "readCompacted only allowed on failover or exclusive subscriptions";
+}
+
+/* Where the compacted reads of s start: the view's beginning when its cursor
+ * stands at the topic's first entry, else the cursor's read position. */
+static void sub_start(subscription_t *s)
+{
+    struct compaction_sub *cs = s->compacted;
+    ml_pos_t rp = ml_cursor_read_pos(s->cursor);
+    bool at_start = ml_pos_cmp(rp, ml_first_position(s->topic->ml)) <= 0;
+    cs->next = at_start ? ML_POS_EARLIEST : rp;
+    cs->done = false;
+    cs->rewound = false;
+    if (at_start)
+        cs->from_start = true; /* else kept: a reconnect keeps what was delivered */
+}
+
 void compaction_sub_attach(subscription_t *s, bool read_compacted)
 {
     bool allowed = s->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Exclusive ||
@@ -978,10 +1024,7 @@ void compaction_sub_attach(subscription_t *s, bool read_compacted)
     if (!read_compacted && s->consumers_count > 1)
         return; /* a Failover subscription follows its first consumers' choice */
     if (!read_compacted || !allowed || !s->cursor) {
-        if (read_compacted && !allowed)
-            log_warn("compaction", "%s / %s: read_compacted ignored (Exclusive and Failover only)",
-                     s->topic->name, s->name);
-        compaction_sub_free(s);
+        compaction_sub_free(s); /* (Shared and Key_Shared were refused at SUBSCRIBE) */
         return;
     }
     if (!s->compacted) {
@@ -991,15 +1034,28 @@ void compaction_sub_attach(subscription_t *s, bool read_compacted)
                       s->topic->name, s->name);
             return;
         }
+        s->compacted->prefix_view = -1;
     }
-    ml_pos_t rp = ml_cursor_read_pos(s->cursor);
-    bool at_start = ml_pos_cmp(rp, ml_first_position(s->topic->ml)) <= 0;
-    s->compacted->next = at_start ? ML_POS_EARLIEST : rp;
-    s->compacted->done = false;
+    sub_start(s);
+}
+
+void compaction_sub_reset(subscription_t *s)
+{
+    struct compaction_sub *cs = s->compacted;
+    if (!cs)
+        return;
+    cacks_clear(cs->trimmed);
+    cs->from_start = false;
+    cs->prefix = 0;
+    cs->rewound = true; /* sub_start at the next read, once the cursor is reset */
 }
 
 void compaction_sub_free(subscription_t *s)
 {
+    if (s->compacted) {
+        cacks_free(s->compacted->trimmed);
+        free(s->compacted->mask);
+    }
     free(s->compacted);
     s->compacted = NULL;
 }
@@ -1015,6 +1071,8 @@ bool compaction_covers(subscription_t *s)
     cview_t *v = view_of(s);
     if (!cs || !v || !s->cursor)
         return false;
+    if (cs->rewound)
+        sub_start(s);
     if (cs->done) {
         /* A newer compaction may cover where the cursor stands (Pulsar reads
          * compacted whenever the read position is within the horizon). */
@@ -1174,29 +1232,133 @@ int compaction_replay_read(subscription_t *s, size_t max_entries, size_t max_byt
     return cview_read(s, v, i, n, cb, true);
 }
 
-bool compaction_entry_pending(const subscription_t *s, ml_pos_t pos)
+/* pos lies in a ledger trimmed from the topic: the cursor cannot hold it. */
+static bool pos_trimmed(const subscription_t *s, ml_pos_t pos)
 {
-    const cview_t *v = view_of(s);
-    if (!s->compacted || !v || ml_pos_cmp(pos, v->horizon) > 0 || !s->topic->ml)
-        return false;
     return pos.ledger_id < ml_first_position(s->topic->ml).ledger_id;
 }
 
-const uint64_t *compaction_ack_set(const subscription_t *s, const ml_entry_t *e,
-                                   const uint64_t *ack_set, size_t *words, uint64_t *buf,
-                                   size_t cap)
+bool compaction_entry_pending(const subscription_t *s, ml_pos_t pos)
 {
+    const struct compaction_sub *cs = s->compacted;
     const cview_t *v = view_of(s);
-    if (!s->compacted || !v || ml_pos_cmp(e->pos, v->horizon) > 0)
+    if (!cs || !cs->from_start || !v || ml_pos_cmp(pos, v->horizon) > 0 || !s->topic->ml ||
+        !pos_trimmed(s, pos))
+        return false;
+    return !cs->trimmed || !cacks_is_acked(cs->trimmed, pos);
+}
+
+static cacks_t *trimmed_acks(struct compaction_sub *cs)
+{
+    if (!cs->trimmed)
+        cs->trimmed = cacks_new();
+    return cs->trimmed;
+}
+
+/* e, a compacted batch delivered to s, has its compacted-out messages
+ * (those not in mask) recorded as acknowledged: in the cursor's batch-index
+ * bitset, or for a trimmed position in s's own set. So acknowledgements of
+ * the messages delivered complete the entry (clients never acknowledge the
+ * messages they skipped). Only when nothing is recorded for e yet. */
+static void record_compacted_out(subscription_t *s, ml_pos_t pos, const uint64_t *mask, size_t k)
+{
+    struct compaction_sub *cs = s->compacted;
+    if (!s->cursor || !ml_cursor_is_durable(s->cursor))
+        return;
+    if (pos_trimmed(s, pos)) {
+        cacks_t *a = cs->from_start ? trimmed_acks(cs) : NULL;
+        if (a && cacks_prerecord(a, pos, mask, k) < 0)
+            log_warn("compaction", "%s / %s: compacted-out messages of %lld:%lld not recorded",
+                     s->topic->name, s->name, (long long)pos.ledger_id, (long long)pos.entry_id);
+        return;
+    }
+    size_t w;
+    if (k > CURSOR_ACK_SET_WORDS_MAX || ml_cursor_is_acked(s->cursor, pos) ||
+        ml_cursor_ack_set(s->cursor, pos, &w))
+        return;
+    ml_cursor_ack(s->cursor, pos, mask, k);
+}
+
+const uint64_t *compaction_ack_set(subscription_t *s, const ml_entry_t *e, const uint64_t *ack_set,
+                                   size_t *words)
+{
+    struct compaction_sub *cs = s->compacted;
+    const cview_t *v = view_of(s);
+    if (!cs || !v || ml_pos_cmp(e->pos, v->horizon) > 0)
         return ack_set;
-    size_t k = batch_retained_mask(e->data->data, e->data->len, buf, cap);
+    uint64_t *mask;
+    size_t k = batch_retained_mask(e->data->data, e->data->len, &mask);
     if (k == 0)
         return ack_set;
+    free(cs->mask);
+    cs->mask = mask;
+    bool trimmed = s->topic->ml && pos_trimmed(s, e->pos);
+    record_compacted_out(s, e->pos, mask, k); /* only where ack_set was NULL */
+    size_t have = *words;
+    if (trimmed)
+        ack_set = cs->trimmed ? cacks_bits(cs->trimmed, e->pos, &have) : NULL;
     if (ack_set)
         for (size_t j = 0; j < k; j++)
-            buf[j] &= j < *words ? ack_set[j] : 0;
+            mask[j] &= j < have ? ack_set[j] : 0;
     *words = k;
-    return buf;
+    return mask;
+}
+
+int compaction_ack(subscription_t *s, ml_pos_t pos, const uint64_t *ack_set, size_t words,
+                   bool cumulative)
+{
+    struct compaction_sub *cs = s->compacted;
+    if (!cs || !cs->from_start || !s->topic->ml || !pos_trimmed(s, pos))
+        return 0;
+    cacks_t *a = trimmed_acks(cs);
+    if (!a)
+        return 1; /* not recorded: stays unacknowledged, delivered again */
+    if (cumulative) {
+        cacks_ack_cumulative(a, pos);
+        return 0;
+    }
+    return cacks_ack(a, pos, ack_set, words) == 1 ? 0 : 1;
+}
+
+/* Entry i of v is acknowledged by s (in the cursor, or for an entry of a
+ * trimmed ledger in s's own set; those before s's start count as done). */
+static bool view_entry_acked(const subscription_t *s, const cview_t *v, size_t i)
+{
+    ml_pos_t pos = v->index[i];
+    const struct compaction_sub *cs = s->compacted;
+    if (pos_trimmed(s, pos))
+        return !cs->from_start || (cs->trimmed && cacks_is_acked(cs->trimmed, pos));
+    return ml_cursor_is_acked(s->cursor, pos);
+}
+
+void compaction_acked(subscription_t *s)
+{
+    struct compaction_sub *cs = s->compacted;
+    const cview_t *v = view_of(s);
+    if (!cs || !v || v->state != CV_READY || !s->cursor || !ml_cursor_is_durable(s->cursor) ||
+        !s->topic->ml)
+        return;
+    if (cs->prefix_view != v->ledger_id || cs->prefix > v->n ||
+        (cs->prefix > 0 && !view_entry_acked(s, v, cs->prefix - 1))) {
+        cs->prefix_view = v->ledger_id;
+        cs->prefix = 0;
+    }
+    while (cs->prefix < v->n && view_entry_acked(s, v, cs->prefix))
+        cs->prefix++;
+    /* Everything up to the last acknowledged view entry of the prefix (the
+     * horizon once the whole view is) was delivered and acknowledged, or
+     * compacted away: the mark-delete position may move there. */
+    ml_pos_t target;
+    if (cs->prefix == v->n)
+        target = v->horizon;
+    else if (cs->prefix > 0)
+        target = v->index[cs->prefix - 1];
+    else
+        return;
+    if (pos_trimmed(s, target) || ml_pos_cmp(target, ml_cursor_mark_delete_pos(s->cursor)) <= 0)
+        return; /* a trimmed ledger cannot hold it: the topic's own acks will */
+    ml_cursor_ack_cumulative(s->cursor, target);
+    subscription_replay_trim(s);
 }
 
 bool compaction_last_message_id(const subscription_t *s, ml_pos_t *pos, int32_t *batch_index)

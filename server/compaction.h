@@ -44,10 +44,32 @@ int compaction_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, 
 void compaction_topic_load(topic_t *t);
 void compaction_topic_free(topic_t *t);
 
+/* consumer.c SUBSCRIBE on persistent topic t: NULL when allowed, else the
+ * reason to refuse it with NotAllowedError (read_compacted on a Shared or
+ * Key_Shared subscription, as Pulsar's PersistentTopic.subscribe). */
+const char *compaction_subscribe_refusal(const topic_t *t, bool read_compacted, int sub_type);
 /* consumer.c: a consumer joined s; read_compacted as its SUBSCRIBE asked. */
 void compaction_sub_attach(subscription_t *s, bool read_compacted);
+/* dispatcher.c subscription_replay_clear: s's cursor was reset (SEEK,
+ * resetcursor); its compacted reads start again from the cursor. */
+void compaction_sub_reset(subscription_t *s);
 /* dispatcher.c subscription_free. */
 void compaction_sub_free(subscription_t *s);
+
+/* consumer.c, before an acknowledgement of pos (ack_set: the words still
+ * unacknowledged, NULL for the whole entry; cumulative: everything <= pos)
+ * reaches the cursor. Entries of the compacted view in trimmed ledgers lie
+ * before the cursor, which cannot hold their acknowledgements; s records
+ * them itself. Returns 1 when pos stays partly unacknowledged (the consumer
+ * keeps it), else 0 (the usual path follows). */
+int compaction_ack(subscription_t *s, ml_pos_t pos, const uint64_t *ack_set, size_t words,
+                   bool cumulative);
+/* consumer.c, after acknowledgements of s: once the view's first entries up
+ * to some entry (or all of it) are acknowledged, the cursor's mark-delete
+ * position moves to that entry (or to the horizon) over the entries
+ * compaction removed, where a ledger still holds it. That is what makes the
+ * progress through the view durable. */
+void compaction_acked(subscription_t *s);
 
 /* dispatcher.c. compaction_covers: the next new entries of s come from the
  * compacted view. compaction_cursor_read: reads them (cb(rc, entries, n, s)
@@ -60,14 +82,17 @@ bool compaction_covers(subscription_t *s);
 int compaction_cursor_read(subscription_t *s, size_t max_entries, ml_read_cb cb);
 int compaction_replay_read(subscription_t *s, size_t max_entries, size_t max_bytes, ml_read_cb cb);
 /* True when pos, which the cursor of s counts as acknowledged (it lies in a
- * trimmed ledger), is still to be delivered from the compacted view. */
+ * trimmed ledger), is still to be delivered from the compacted view: s reads
+ * the view from its beginning and no consumer acknowledged pos wholly. */
 bool compaction_entry_pending(const subscription_t *s, ml_pos_t pos);
 /* The ack_set to send with entry e: the cursor's (ack_set, *words) ANDed with
- * the messages a compacted batch retained; buf (cap words) holds the result
- * when one is computed. Returns ack_set unchanged for other entries. */
-const uint64_t *compaction_ack_set(const subscription_t *s, const ml_entry_t *e,
-                                   const uint64_t *ack_set, size_t *words, uint64_t *buf,
-                                   size_t cap);
+ * the messages a compacted batch retained (any batch size; the result is
+ * owned by s and valid until the next call). Returns ack_set unchanged for
+ * other entries. For a durable subscription the compacted-out messages are
+ * recorded as acknowledged (in the cursor's batch-index bitset of e, when it
+ * has none yet), so acknowledging every message delivered completes e. */
+const uint64_t *compaction_ack_set(subscription_t *s, const ml_entry_t *e, const uint64_t *ack_set,
+                                   size_t *words);
 
 /* seek.c GET_LAST_MESSAGE_ID: for a read_compacted subscription with nothing
  * after the horizon, the last message of the compacted view (pos (-1,-1)

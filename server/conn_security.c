@@ -8,6 +8,15 @@
  * AUTH_RESPONSE carrying fresh credentials for the same role before the next
  * check; any other client, a refused answer, or no answer, is disconnected.
  *
+ * Proxies (proxyRoles): a proxy role must name the client it connects for in
+ * CONNECT's original_principal (with authenticateOriginalAuthData, its
+ * original_auth_data is authenticated and gives that role); a role that is
+ * not a proxy may only name itself. A bad pair is refused with
+ * AuthorizationError and the connection closed (Pulsar's
+ * isValidOriginalPrincipal). Commands of a proxied connection are authorized
+ * for both roles; LOOKUP and PARTITIONED_METADATA may carry their own
+ * original_principal (a proxy's shared lookup connection).
+ *
  * Authorization of a command needs the namespace's policies and perhaps the
  * tenant's TenantInfo, both asynchronous: the command is packed (protobuf),
  * the check runs, and the command is unpacked and handed to its usual
@@ -128,6 +137,58 @@ static void arm_refresh(conn_t *c)
     ev_timer_start(c->broker->loop, &cs->refresh_timer);
 }
 
+static void refuse_authz(conn_t *c, const char *reason)
+{
+    log_warn("auth", "%s: role '%s' refused: %s", c->peer, c->role, reason);
+    conn_send_error(c, UINT64_MAX, PULSAR__PROTO__SERVER_ERROR__AuthorizationError, reason);
+    conn_close(c, "invalid original principal");
+}
+
+/* The original principal of a proxied CONNECT into cs->original: 0, or
+ * refused (answered, closed) < 0. */
+static int connect_original(conn_t *c, const Pulsar__Proto__CommandConnect *cmd)
+{
+    auth_service_t *a = broker_auth(c->broker);
+    conn_security_t *cs = c->sec;
+    const char *orig = cmd->original_principal;
+    char authed[AUTH_ROLE_MAX] = "";
+    if (!authz_enabled(a) || !cs)
+        return 0;
+    if (auth_is_proxy_role(a, c->role) && auth_original_auth_data(a)) {
+        /* The proxy forwards the client's credentials: they decide. */
+        if (!cmd->original_auth_data || !*cmd->original_auth_data) {
+            refuse_auth(c, "original_auth_data must be provided when connecting with a proxy role");
+            return QE_INVALID;
+        }
+        auth_result_t res;
+        char reason[256];
+        int rc = auth_authenticate(
+            a, cmd->original_auth_method, (const uint8_t *)cmd->original_auth_data,
+            strlen(cmd->original_auth_data), "", clock_wall_ms(), &res, reason, sizeof reason);
+        if (rc < 0) {
+            refuse_auth(c, reason);
+            return rc;
+        }
+        if (orig && *orig && strcmp(orig, res.role) != 0) {
+            refuse_auth(c, "original_principal does not match original_auth_data");
+            return QE_INVALID;
+        }
+        snprintf(authed, sizeof authed, "%s", res.role);
+        orig = authed;
+    }
+    const char *err = authz_original_principal_error(a, c->role, orig);
+    if (err) {
+        refuse_authz(c, err);
+        return QE_INVALID;
+    }
+    /* A role naming itself is authorized as itself alone. */
+    snprintf(cs->original, sizeof cs->original, "%s",
+             orig && auth_is_proxy_role(a, c->role) ? orig : "");
+    if (cs->original[0])
+        log_info("auth", "%s: proxy role '%s' connects for '%s'", c->peer, c->role, cs->original);
+    return 0;
+}
+
 int conn_security_connect(conn_t *c, const Pulsar__Proto__CommandConnect *cmd)
 {
     handshake_left(c);
@@ -150,7 +211,7 @@ int conn_security_connect(conn_t *c, const Pulsar__Proto__CommandConnect *cmd)
         arm_refresh(c);
     }
     log_info("auth", "%s: authenticated as '%s' (%s)", c->peer, c->role, res.method);
-    return 0;
+    return connect_original(c, cmd);
 }
 
 static void send_challenge(conn_t *c)
@@ -305,19 +366,25 @@ static void authz_done(int rc, bool allowed, void *arg)
     conn_unref(c);
 }
 
-/* The topic (or namespace) a command names and the action it needs. */
+/* The topic (or namespace) a command names, the action it needs, the
+ * subscription it consumes through and the original principal it names
+ * itself (LOOKUP, PARTITIONED_METADATA), if any. */
 static bool command_target(const pb_command_t *cmd, const char **name, bool *is_ns,
-                           authz_action_t *action)
+                           authz_action_t *action, const char **sub, const char **original)
 {
     *is_ns = false;
     *name = NULL;
+    *sub = NULL;
+    *original = NULL;
     switch (cmd->type) {
     case PULSAR__PROTO__BASE_COMMAND__TYPE__LOOKUP:
         *name = cmd->lookuptopic ? cmd->lookuptopic->topic : NULL;
+        *original = cmd->lookuptopic ? cmd->lookuptopic->original_principal : NULL;
         *action = AUTHZ_LOOKUP;
         break;
     case PULSAR__PROTO__BASE_COMMAND__TYPE__PARTITIONED_METADATA:
         *name = cmd->partitionmetadata ? cmd->partitionmetadata->topic : NULL;
+        *original = cmd->partitionmetadata ? cmd->partitionmetadata->original_principal : NULL;
         *action = AUTHZ_LOOKUP;
         break;
     case PULSAR__PROTO__BASE_COMMAND__TYPE__GET_SCHEMA:
@@ -334,6 +401,7 @@ static bool command_target(const pb_command_t *cmd, const char **name, bool *is_
         break;
     case PULSAR__PROTO__BASE_COMMAND__TYPE__SUBSCRIBE:
         *name = cmd->subscribe ? cmd->subscribe->topic : NULL;
+        *sub = cmd->subscribe ? cmd->subscribe->subscription : NULL;
         *action = AUTHZ_CONSUME;
         break;
     case PULSAR__PROTO__BASE_COMMAND__TYPE__GET_TOPICS_OF_NAMESPACE:
@@ -380,11 +448,20 @@ bool conn_security_intercept(conn_t *c, const pb_command_t *cmd)
     if (over_limits(c, cmd))
         return true;
     auth_service_t *a = broker_auth(b);
-    const char *name;
+    const char *name, *sub, *original;
     bool is_ns;
     authz_action_t action;
-    if (!authz_enabled(a) || auth_is_superuser(a, c->role) ||
-        !command_target(cmd, &name, &is_ns, &action))
+    if (!authz_enabled(a) || !command_target(cmd, &name, &is_ns, &action, &sub, &original))
+        return false;
+    /* A command's own original principal (a proxy's lookup) replaces the
+     * connection's; the same pairing rule applies. */
+    bool own_original = original && *original;
+    if (!own_original)
+        original = c->sec ? c->sec->original : "";
+    bool bad_pair = own_original && authz_original_principal_error(a, c->role, original) != NULL;
+    if (own_original && !auth_is_proxy_role(a, c->role))
+        original = ""; /* a role naming itself */
+    if (!bad_pair && !*original && auth_is_superuser(a, c->role))
         return false;
     char tenant[TOPIC_NAME_MAX + 1], ns[2 * TOPIC_NAME_MAX + 2];
     topic_name_t tn;
@@ -411,7 +488,20 @@ bool conn_security_intercept(conn_t *c, const pb_command_t *cmd)
     pulsar__proto__base_command__pack(cmd, packed);
     *d = (deferred_cmd_t){c, packed, len};
     conn_ref(c);
-    int rc = authz_check(b, c->role, tenant, ns, is_ns ? NULL : tn.full, action, authz_done, d);
+    if (bad_pair) {
+        log_warn("auth", "%s: role '%s' named original principal '%s' in a command: refused",
+                 c->peer, c->role, original);
+        authz_done(0, false, d);
+        return true;
+    }
+    authz_request_t r = {.role = c->role,
+                         .original = *original ? original : NULL,
+                         .tenant = tenant,
+                         .ns = ns,
+                         .topic = is_ns ? NULL : tn.full,
+                         .subscription = sub,
+                         .action = action};
+    int rc = authz_check_request(b, &r, authz_done, d);
     if (rc < 0)
         authz_done(rc, false, d);
     return true;

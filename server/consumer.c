@@ -308,11 +308,16 @@ static void subscribe_topic_ready(int rc, topic_t *t, void *arg)
 {
     subscribe_ctx_t *ctx = arg;
     if (rc < 0) {
-        subscribe_fail(ctx, broker_server_error(rc), q_strerror(rc));
+        subscribe_fail(ctx, broker_server_error(rc), schema_refusal_reason(rc)); /* schema.c */
         return;
     }
     if (ctx->conn->state == CONN_CLOSED) {
         subscribe_ctx_free(ctx);
+        return;
+    }
+    const char *refusal = compaction_subscribe_refusal(t, ctx->read_compacted, ctx->sub_type);
+    if (refusal) { /* read_compacted on Shared / Key_Shared (compaction.c) */
+        subscribe_fail(ctx, PULSAR__PROTO__SERVER_ERROR__NotAllowedError, refusal);
         return;
     }
     subscription_t *s = qmap_get(t->subscriptions, ctx->subscription);
@@ -515,7 +520,7 @@ static void unacked_forget(subscription_t *s, consumer_t *cons, ml_pos_t pos)
         }
     }
     if (v) {
-        uint64_t n = (uint64_t)(uintptr_t)v;
+        uint64_t n = unacked_messages_of(v);
         cons->unacked_messages = cons->unacked_messages > n ? cons->unacked_messages - n : 0;
     }
     qmap64_remove(s->redelivery_counts, key);
@@ -535,7 +540,11 @@ static void ack_individual(subscription_t *s, consumer_t *cons,
     ml_pos_t pos = id_pos(id);
     if (pos.ledger_id < 0 || pos.entry_id < 0)
         return;
-    if (ack_set_is_partial(id)) {
+    bool partial = ack_set_is_partial(id);
+    if (compaction_ack(s, pos, partial ? (const uint64_t *)id->ack_set : NULL, id->n_ack_set,
+                       false) > 0)
+        return; /* a compacted view's entry in a trimmed ledger, still partly unacked */
+    if (partial) {
         ml_cursor_ack(s->cursor, pos, (const uint64_t *)id->ack_set, id->n_ack_set);
         if (!ml_cursor_is_acked(s->cursor, pos))
             return;
@@ -559,6 +568,7 @@ static void ack_cumulative(subscription_t *s, consumer_t *cons,
     }
     if (pos.ledger_id < 0 || pos.entry_id < 0)
         return;
+    compaction_ack(s, pos, NULL, 0, true); /* trimmed ledgers of the compacted view */
     ml_cursor_ack_cumulative(s->cursor, pos);
     /* Forget everything <= pos that this consumer holds. */
     qmap_iter_t it = {0};
@@ -600,6 +610,7 @@ void consumer_handle_ack(conn_t *c, const Pulsar__Proto__CommandAck *cmd)
         else if (!cumulative)
             for (size_t i = 0; i < cmd->n_message_id; i++)
                 ack_individual(s, cons, cmd->message_id[i]);
+        compaction_acked(s); /* progress through the compacted view (compaction.c) */
     }
     if (cmd->has_request_id) {
         qbuf_t *buf = NULL;
@@ -618,13 +629,17 @@ static void redeliver_one(subscription_t *s, consumer_t *cons, ml_pos_t pos, boo
     void *v = qmap64_remove(cons->unacked, key);
     if (!v)
         return;
-    uint64_t n = (uint64_t)(uintptr_t)v;
+    uint64_t n = unacked_messages_of(v);
     cons->unacked_messages = cons->unacked_messages > n ? cons->unacked_messages - n : 0;
     if (count) {
         uintptr_t rc = (uintptr_t)qmap64_get(s->redelivery_counts, key);
         qmap64_put(s->redelivery_counts, key, (void *)(rc + 1));
     }
     subscription_replay_add(s, pos);
+    /* Key_Shared: newer entries of this key wait behind it in the replay set
+     * (dispatch_entry), as for entries held back at dispatch. */
+    if (s->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared)
+        subscription_replay_count_key(s, unacked_key_hash_of(v));
 }
 
 static void redeliver_all(subscription_t *s, consumer_t *cons, bool count)

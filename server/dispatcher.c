@@ -117,6 +117,7 @@ void subscription_replay_clear(subscription_t *s)
     qmap64_free(s->replay_hashes);
     s->replay_hashes = qmap64_new();
     delayed_clear(s); /* the cursor was reset: held entries are read again */
+    compaction_sub_reset(s);
 }
 
 static void replay_hash_count(subscription_t *s, uint32_t hash, int delta)
@@ -345,8 +346,7 @@ static int send_entry(subscription_t *s, consumer_t *cons, const ml_entry_t *e,
     uint32_t redelivery = (uint32_t)(uintptr_t)qmap64_get(s->redelivery_counts, key);
     size_t words = 0;
     const uint64_t *ack_set = s->cursor ? ml_cursor_ack_set(s->cursor, e->pos, &words) : NULL;
-    uint64_t compacted_mask[16]; /* compacted batches: their compacted-out messages skipped */
-    ack_set = compaction_ack_set(s, e, ack_set, &words, compacted_mask, 16);
+    ack_set = compaction_ack_set(s, e, ack_set, &words); /* compacted-out messages skipped */
     cmd_message_id_t id = {e->pos.ledger_id, e->pos.entry_id, s->topic->partition, -1};
     qbuf_t *hdr = qbuf_new(256 + words * 11);
     if (!hdr)
@@ -367,7 +367,7 @@ static int send_entry(subscription_t *s, consumer_t *cons, const ml_entry_t *e,
         return QE_CLOSED;
     cons->permits -= info->num_messages;
     if (s->cursor) {
-        qmap64_put(cons->unacked, key, (void *)(uintptr_t)info->num_messages);
+        qmap64_put(cons->unacked, key, unacked_value(info->num_messages, info->key_hash));
         cons->unacked_messages += (uint64_t)info->num_messages;
     }
     cons->msg_out += (uint64_t)info->num_messages;
@@ -383,18 +383,23 @@ static int send_entry(subscription_t *s, consumer_t *cons, const ml_entry_t *e,
 /* Hands one entry to a consumer, or to the replay set. Returns true if sent. */
 static bool dispatch_entry(subscription_t *s, const ml_entry_t *e, bool from_replay)
 {
+    bool key_shared = s->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
+    entry_info_t info;
     if (s->cursor && ml_cursor_is_acked(s->cursor, e->pos) &&
         !compaction_entry_pending(s, e->pos)) {
-        if (from_replay)
+        if (from_replay) {
             subscription_replay_remove(s, e->pos);
+            if (key_shared) {
+                entry_info_read(e, &info);
+                replay_hash_count(s, info.key_hash, -1);
+            }
+        }
         return false;
     }
-    entry_info_t info;
     entry_info_read(e, &info);
     if (!from_replay && info.deliver_at > 0 &&
         delayed_hold(s, e->pos, info.deliver_at, info.key_hash))
         return false; /* held until deliver_at_time (delayed.c) */
-    bool key_shared = s->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
     consumer_t *cons = NULL;
     if (!(key_shared && !from_replay && qmap64_get(s->replay_hashes, info.key_hash)))
         cons = choose_consumer(s, &info, e->pos);

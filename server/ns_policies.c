@@ -53,6 +53,12 @@ void ns_policies_defaults(ns_policies_t *p)
     p->allow_auto_update_schema = 1;
 }
 
+void ns_policies_release(ns_policies_t *p)
+{
+    json_decref(p->auth);
+    p->auth = NULL;
+}
+
 static int64_t json_int_or(const json_t *obj, const char *key, int64_t def)
 {
     json_t *v = json_object_get(obj, key);
@@ -182,8 +188,10 @@ static void ns_loaded(int rc, const void *value, size_t len, const md_stat_t *st
     broker_t *b = e->broker;
     ns_policies_t p;
     if (rc == 0 && ns_policies_parse(value, len, b->cfg.cluster_name, &p) == 0) {
+        ns_policies_release(&e->p);
         e->p = p;
     } else {
+        ns_policies_release(&e->p);
         if (rc == 0)
             log_warn("policies", "%s: unreadable Policies document; using defaults", e->ns);
         else if (rc != QE_NOT_FOUND)
@@ -317,6 +325,7 @@ void broker_ns_policies_free(broker_t *b)
             free(e->waiters);
             e->waiters = next;
         }
+        ns_policies_release(&e->p);
         if (e->loading) {
             e->dead = true; /* its md_get completes later */
             continue;

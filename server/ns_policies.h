@@ -42,14 +42,9 @@ typedef struct ns_rate {
     bool relative_to_publish_rate;
 } ns_rate_t;
 
-/* One role's namespace grant (auth_policies.namespace_auth), see authz.h. */
-#define NS_AUTH_GRANTS_MAX 64
+/* Permission actions of a grant (auth_policies), see authz.h. */
 enum { NS_AUTH_PRODUCE = 1, NS_AUTH_CONSUME = 2, NS_AUTH_FUNCTIONS = 4, NS_AUTH_SOURCES = 8,
        NS_AUTH_SINKS = 16, NS_AUTH_PACKAGES = 32 };
-typedef struct ns_auth_grant {
-    char role[128];
-    uint8_t actions; /* NS_AUTH_* */
-} ns_auth_grant_t;
 
 typedef struct ns_policies {
     bool loaded; /* false: the document was not read yet (or does not exist) */
@@ -75,10 +70,10 @@ typedef struct ns_policies {
     char schema_compatibility_strategy[48];    /* "" = unset */
     int allow_auto_update_schema;              /* is_allow_auto_update_schema: 1 (default), 0 */
     int schema_validation_enforced;            /* schema_validation_enforced: 0 (default), 1 */
-    /* auth_policies.namespace_auth: roles granted produce/consume (authz.c) */
-    uint32_t auth_grants_count;
-    bool auth_grants_truncated; /* more than NS_AUTH_GRANTS_MAX: the rest are ignored */
-    ns_auth_grant_t auth_grants[NS_AUTH_GRANTS_MAX];
+    /* auth_policies (namespace_auth, destination_auth,
+     * subscription_auth_roles), read by authz.c: a reference owned by the
+     * cache entry (ns_policies_release), NULL when absent. */
+    struct json_t *auth;
 } ns_policies_t;
 
 /* The cached policies of namespace "tenant/ns" (defaults while not loaded;
@@ -89,11 +84,14 @@ typedef void (*ns_policies_cb)(int rc, const ns_policies_t *p, void *arg);
 /* Loads the namespace's policies if not loaded, then cb (never inline). */
 int broker_ns_policies_load(broker_t *b, const char *ns, ns_policies_cb cb, void *arg);
 
-/* Parses a Policies document (JSON text) for this cluster. 0 or QE_CORRUPT. */
+/* Parses a Policies document (JSON text) for this cluster. 0 or QE_CORRUPT.
+ * out->auth holds a reference: ns_policies_release() drops it. */
 int ns_policies_parse(const char *json, size_t len, const char *cluster, ns_policies_t *out);
 void ns_policies_defaults(ns_policies_t *p);
 
-/* Fills out->auth_grants from the document's auth_policies (authz.c). */
+void ns_policies_release(ns_policies_t *p);
+
+/* Keeps the document's auth_policies in out->auth (authz.c). */
 struct json_t;
 void ns_policies_parse_auth(const struct json_t *doc, ns_policies_t *out);
 

@@ -112,7 +112,8 @@ static void producer_topic_ready(int rc, topic_t *t, void *arg)
     }
     if (rc < 0) {
         qmap64_remove(c->producers, ctx->producer_id);
-        conn_send_error(c, ctx->request_id, broker_server_error(rc), q_strerror(rc));
+        conn_send_error(c, ctx->request_id, broker_server_error(rc),
+                        schema_refusal_reason(rc)); /* schema.c: why a schema was refused */
         producer_free(p);
         goto out;
     }

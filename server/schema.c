@@ -500,19 +500,25 @@ static const schema_version_t *subject_find_equal(const subject_t *s, const sche
     return NULL;
 }
 
-/* Checks d against the visible versions with strategy; 0 or the error. */
+/* Checks d against the visible versions with strategy; 0 or the error, whose
+ * reason names the version that refused d. */
 static int subject_check(const subject_t *s, const schema_data_t *d, schema_strategy_t strategy,
                          char *reason, size_t cap)
 {
     size_t from = subject_visible_from(s);
     size_t n = s->n - from;
     schema_data_t *views = calloc(n + 1, sizeof *views);
-    if (!views)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        views[i] = version_view(&s->v[from + i]);
-    int rc = schema_check_compatible(views, n, d, strategy, reason, cap);
+    int64_t *versions = calloc(n + 1, sizeof *versions);
+    int rc = -ENOMEM;
+    if (views && versions) {
+        for (size_t i = 0; i < n; i++) {
+            views[i] = version_view(&s->v[from + i]);
+            versions[i] = s->v[from + i].version;
+        }
+        rc = schema_check_compatible_versions(views, versions, n, d, strategy, reason, cap);
+    }
     free(views);
+    free(versions);
     return rc;
 }
 
@@ -560,7 +566,32 @@ static void op_put(subject_t *s, schema_op_t *op)
     op_register(s, op);
 }
 
-/* Pulsar's checkConsumerCompatibility / addSchemaIfIdleOrCheckCompatible. */
+/* ALWAYS_INCOMPATIBLE for a consumer: Pulsar checks it against every visible
+ * version with no equality shortcut, so even an identical schema is refused
+ * (a type change is reported as such first). */
+static int consumer_always_incompatible(const subject_t *s, const schema_data_t *d, char *reason,
+                                        size_t cap)
+{
+    for (size_t i = subject_visible_from(s); i < s->n; i++) {
+        if (s->v[i].type == d->type)
+            continue;
+        snprintf(reason, cap,
+                 "Incompatible schema: exists schema type %s, new schema type %s (schema version "
+                 "%lld)",
+                 schema_type_name(s->v[i].type),
+                 schema_type_name(d->type) ? schema_type_name(d->type) : "?",
+                 (long long)s->v[i].version);
+        return SCHEMA_E_INCOMPATIBLE;
+    }
+    snprintf(reason, cap, "Schema compatibility strategy is ALWAYS_INCOMPATIBLE");
+    return SCHEMA_E_INCOMPATIBLE;
+}
+
+/* Pulsar's checkConsumerCompatibility / addSchemaIfIdleOrCheckCompatible:
+ * BACKWARD, FORWARD, FORWARD_TRANSITIVE and FULL check the consumer's schema
+ * BACKWARD against the latest (an identical latest lets it in); the others
+ * check it against every visible version with the strategy itself, with no
+ * equality shortcut. */
 static void op_consumer(subject_t *s, schema_op_t *op)
 {
     schema_data_t d = {op->type, op->data, op->len, op->props};
@@ -571,30 +602,23 @@ static void op_consumer(subject_t *s, schema_op_t *op)
             op_put(s, op); /* the first schema of an idle topic comes from its consumer */
         } else {
             schema_result_t res = {.rc = 0, .version = -1};
-            op_finish(s, &res); /* nothing to check against: Pulsar lets it in */
+            op_finish(s, &res); /* nothing to check against: let in (see docs/broker.md) */
         }
         return;
     }
     schema_result_t res = {.rc = 0, .version = -1, .strategy = op->strategy};
-    const schema_version_t *eq = subject_find_equal(s, &d);
-    if (eq || op->strategy == SCHEMA_ALWAYS_COMPATIBLE) {
-        res.version = eq ? eq->version : -1;
+    schema_strategy_t st = op->strategy;
+    bool latest = st == SCHEMA_BACKWARD || st == SCHEMA_FORWARD ||
+                  st == SCHEMA_FORWARD_TRANSITIVE || st == SCHEMA_FULL;
+    if (st == SCHEMA_ALWAYS_COMPATIBLE) {
         op_finish(s, &res);
         return;
     }
-    schema_strategy_t st = op->strategy;
-    if (st == SCHEMA_BACKWARD || st == SCHEMA_FORWARD || st == SCHEMA_FORWARD_TRANSITIVE ||
-        st == SCHEMA_FULL)
-        st = SCHEMA_BACKWARD; /* against the latest: the consumer must read what is there */
     res.rc = schema_validate(&d, res.reason, sizeof res.reason);
-    if (res.rc == 0)
-        res.rc = subject_check(s, &d, st, res.reason, sizeof res.reason);
-    if (res.rc < 0 && strncmp(res.reason, "Incompatible", 12) != 0) {
-        char why[sizeof res.reason];
-        snprintf(why, sizeof why, "%s", res.reason);
-        snprintf(res.reason, sizeof res.reason,
-                 "Trying to subscribe with incompatible schema: %.300s", why);
-    }
+    if (res.rc == 0 && st == SCHEMA_ALWAYS_INCOMPATIBLE)
+        res.rc = consumer_always_incompatible(s, &d, res.reason, sizeof res.reason);
+    else if (res.rc == 0) /* against the latest, an identical one is accepted */
+        res.rc = subject_check(s, &d, latest ? SCHEMA_BACKWARD : st, res.reason, sizeof res.reason);
     op_finish(s, &res);
 }
 
@@ -970,12 +994,28 @@ static int schema_rc_for_client(int rc)
     return rc == QE_INVALID || rc == SCHEMA_E_INCOMPATIBLE ? QE_INCOMPATIBLE : rc;
 }
 
+/* The reason of the refusal being reported (schema_refusal_reason): set only
+ * while attach_done calls its topic_ready_cb with QE_INCOMPATIBLE. */
+static const char *refusal_now;
+
+const char *schema_refusal_reason(int rc)
+{
+    return rc == QE_INCOMPATIBLE && refusal_now ? refusal_now : q_strerror(rc);
+}
+
+/* What Pulsar's ServerCnx answers a producer without a schema on a topic with
+ * one when the namespace enforces schemas. */
+#define ENFORCED_REASON                                                                            \
+    "Producers cannot connect or send message without a schema to topics with a schema when "      \
+    "SchemaValidationEnforced is enabled"
+
 typedef struct attach_ctx {
     conn_t *conn; /* one reference */
     broker_t *b;
     uint64_t id; /* producer or consumer id */
     bool producer;
-    bool enforce; /* a producer without a schema: refused if the topic has one */
+    bool enforce;         /* a producer without a schema: refused if the topic has one */
+    bool enforce_unknown; /* ... and the namespace's policies were not loaded yet */
     json_t *props;
     schema_data_t schema; /* data owned (copied) */
     uint8_t *data;
@@ -992,6 +1032,19 @@ static void attach_ctx_free(attach_ctx_t *a)
     free(a);
 }
 
+/* Calls the caller's callback with a refusal whose reason the caller reads
+ * with schema_refusal_reason(). */
+static void attach_refuse(attach_ctx_t *a, int rc, const char *reason)
+{
+    rc = schema_rc_for_client(rc);
+    log_info("schema", "%s: %s %llu on %s refused: %s", a->conn->peer,
+             a->producer ? "producer" : "consumer", (unsigned long long)a->id, a->topic->name,
+             reason);
+    refusal_now = rc == QE_INCOMPATIBLE ? reason : NULL;
+    a->cb(rc, NULL, a->arg);
+    refusal_now = NULL;
+}
+
 static void attach_done(const schema_result_t *res, void *arg)
 {
     attach_ctx_t *a = arg;
@@ -1001,13 +1054,8 @@ static void attach_done(const schema_result_t *res, void *arg)
     if (a->enforce) /* schemaValidationEnforced: no schema on a topic with one */
         rc = rc == 0 ? SCHEMA_E_INCOMPATIBLE : rc == QE_NOT_FOUND ? 0 : rc;
     if (rc < 0) {
-        log_info("schema", "%s: %s %llu on %s refused: %s", a->conn->peer,
-                 a->producer ? "producer" : "consumer", (unsigned long long)a->id, t->name,
-                 a->enforce && rc == SCHEMA_E_INCOMPATIBLE
-                     ? "Producers cannot connect or send message without a schema to topics "
-                       "with a schema"
-                     : res->reason);
-        a->cb(schema_rc_for_client(rc), NULL, a->arg);
+        attach_refuse(a, rc,
+                      a->enforce && rc == SCHEMA_E_INCOMPATIBLE ? ENFORCED_REASON : res->reason);
     } else {
         if (a->producer && !a->enforce && res->version >= 0) {
             producer_t *p = qmap64_get(a->conn->producers, a->id);
@@ -1039,6 +1087,47 @@ static bool topic_is_idle(const topic_t *t)
     return true;
 }
 
+/* Starts the registry operation of a (topic loaded, policies known). */
+static int attach_start(attach_ctx_t *a, topic_t *t)
+{
+    char id[TOPIC_NAME_MAX + 1];
+    int rc = schema_id_of_topic(t->name, id, sizeof id);
+    if (rc < 0)
+        return rc;
+    a->topic = t;
+    t->busy++;
+    rc = a->enforce ? schema_registry_get(a->b, id, -1, attach_done, a)
+         : a->producer
+             ? schema_registry_put(a->b, id, &a->schema, attach_done, a)
+             : schema_registry_consumer(a->b, id, &a->schema, topic_is_idle(t), attach_done, a);
+    if (rc < 0)
+        t->busy--;
+    return rc;
+}
+
+/* The namespace's policies, loaded for a producer without a schema: enforced
+ * or not, as the namespace says (not the defaults of an unloaded cache). */
+static void attach_policies_loaded(int rc, const ns_policies_t *p, void *arg)
+{
+    attach_ctx_t *a = arg;
+    topic_t *t = a->topic;
+    t->busy--;
+    a->enforce_unknown = false;
+    a->enforce = rc == 0 && p && p->schema_validation_enforced;
+    if (a->conn->state != CONN_CLOSED && a->enforce) {
+        rc = attach_start(a, t);
+        if (rc == 0)
+            return;
+    } else {
+        rc = 0;
+    }
+    if (rc < 0)
+        a->cb(schema_rc_for_client(rc), NULL, a->arg);
+    else
+        a->cb(0, t, a->arg);
+    attach_ctx_free(a);
+}
+
 static void attach_topic_ready(int rc, topic_t *t, void *arg)
 {
     attach_ctx_t *a = arg;
@@ -1047,17 +1136,19 @@ static void attach_topic_ready(int rc, topic_t *t, void *arg)
         attach_ctx_free(a);
         return;
     }
-    char id[TOPIC_NAME_MAX + 1];
-    rc = schema_id_of_topic(t->name, id, sizeof id);
-    if (rc == 0) {
-        a->topic = t;
-        t->busy++;
-        rc = a->enforce ? schema_registry_get(a->b, id, -1, attach_done, a)
-             : a->producer
-                 ? schema_registry_put(a->b, id, &a->schema, attach_done, a)
-                 : schema_registry_consumer(a->b, id, &a->schema, topic_is_idle(t), attach_done, a);
-        if (rc < 0)
-            t->busy--;
+    if (a->enforce_unknown) {
+        topic_name_t *tn = malloc(sizeof *tn);
+        rc = tn ? topic_name_parse(t->name, tn) : -ENOMEM;
+        if (rc == 0) {
+            a->topic = t;
+            t->busy++;
+            rc = broker_ns_policies_load(a->b, tn->namespace_name, attach_policies_loaded, a);
+            if (rc < 0)
+                t->busy--;
+        }
+        free(tn);
+    } else {
+        rc = attach_start(a, t);
     }
     if (rc < 0) {
         a->cb(schema_rc_for_client(rc), NULL, a->arg);
@@ -1068,21 +1159,27 @@ static void attach_topic_ready(int rc, topic_t *t, void *arg)
 static int schema_attach(conn_t *c, const char *topic, bool create, bool producer, uint64_t id,
                          const Pulsar__Proto__Schema *ps, topic_ready_cb cb, void *arg)
 {
-    bool enforce = false;
+    bool enforce = false, unknown = false;
     if (wire_schema_none(ps)) {
+        /* schemaValidationEnforced: from the cache when the namespace's
+         * policies are loaded, else loaded once the topic is (attach_topic_ready). */
         topic_name_t *tn = producer ? malloc(sizeof *tn) : NULL;
-        if (tn && topic_name_parse(topic, tn) == 0)
-            enforce = broker_ns_policies(c->broker, tn->namespace_name)->schema_validation_enforced;
+        if (tn && topic_name_parse(topic, tn) == 0) {
+            const ns_policies_t *p = broker_ns_policies(c->broker, tn->namespace_name);
+            enforce = p->loaded && p->schema_validation_enforced;
+            unknown = !p->loaded;
+        }
         free(tn);
-        if (!enforce)
+        if (!enforce && !unknown)
             return broker_topic_get(c->broker, topic, create, cb, arg);
     }
     attach_ctx_t *a = calloc(1, sizeof *a);
     if (!a)
         return -ENOMEM;
     a->enforce = enforce;
+    a->enforce_unknown = unknown;
     Pulsar__Proto__Schema none = PULSAR__PROTO__SCHEMA__INIT;
-    schema_data_t d = wire_schema(enforce ? &none : ps, &a->props);
+    schema_data_t d = wire_schema(enforce || unknown ? &none : ps, &a->props);
     a->data = malloc(d.len ? d.len : 1);
     if (!a->props || !a->data) {
         json_decref(a->props);

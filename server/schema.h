@@ -115,6 +115,14 @@ bool schema_equal(const schema_data_t *a, const schema_data_t *b);
  * with a reason. n = 0 is compatible. */
 int schema_check_compatible(const schema_data_t *from, size_t n, const schema_data_t *to,
                             schema_strategy_t strategy, char *reason, size_t cap);
+/* The same, with the version numbers of from (n values): a refusal's reason
+ * names the strategy, the stored version that refused the new schema ("schema
+ * version 3"; "the existing schema" when versions is NULL), which way the read
+ * failed, and Avro's finding (e.g. "READER_FIELD_MISSING_DEFAULT_VALUE: field
+ * 'score' of User has no default"), in Pulsar's wording where it has one. */
+int schema_check_compatible_versions(const schema_data_t *from, const int64_t *versions, size_t n,
+                                     const schema_data_t *to, schema_strategy_t strategy,
+                                     char *reason, size_t cap);
 
 /* Avro's rule: can data written with `writer` be read with `reader` (both
  * Avro schema JSON text)? 0, SCHEMA_E_INCOMPATIBLE, or QE_INVALID when
@@ -145,7 +153,7 @@ typedef struct schema_version {
  * (bad definition), or a storage error; reason says why. */
 typedef struct schema_result {
     int rc;
-    char reason[384];
+    char reason[512];
     int64_t version;                    /* put: the version (new or found); -1 none */
     const schema_version_t *schema;     /* get */
     const schema_version_t *const *all; /* get_all: the visible versions */

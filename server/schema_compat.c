@@ -795,9 +795,10 @@ bool schema_equal(const schema_data_t *a, const schema_data_t *b)
 /* --------------------------------------------------------- compatibility -- */
 
 /* JSON schemas may be old JSON-schema documents: Pulsar accepts a change of
- * format either way and compares two old ones by their "id". */
-static int json_legacy_check(const schema_data_t *from, const schema_data_t *to, bool *handled,
-                             char *reason, size_t cap)
+ * format either way and compares two old ones by their "id". old names the
+ * stored schema in the reason. */
+static int json_legacy_check(const schema_data_t *from, const schema_data_t *to, const char *old,
+                             bool *handled, char *reason, size_t cap)
 {
     av_schema_t a;
     int rf = av_schema_parse((const char *)from->data, from->len, &a, NULL, 0);
@@ -814,17 +815,20 @@ static int json_legacy_check(const schema_data_t *from, const schema_data_t *to,
     json_decref(jf);
     json_decref(jt);
     if (rc < 0 && reason && cap)
-        snprintf(reason, cap, "Incompatible JSON schemas: their ids differ");
+        snprintf(reason, cap,
+                 "Incompatible JSON schemas: the ids of the new schema and of %s differ", old);
     return rc;
 }
 
-/* Avro rules between two schemas of an Avro-based type under a strategy. */
+/* Avro rules between two schemas of an Avro-based type under a strategy; the
+ * reason says which way the read failed, naming the stored schema old (Pulsar
+ * words it "Error during schema compatibility check with strategy S: ..."). */
 static int avro_pair_check(const schema_data_t *from, const schema_data_t *to,
-                           schema_strategy_t strategy, char *reason, size_t cap)
+                           schema_strategy_t strategy, const char *old, char *reason, size_t cap)
 {
     if (to->type == SCHEMA_TYPE_JSON) {
         bool handled;
-        int rc = json_legacy_check(from, to, &handled, reason, cap);
+        int rc = json_legacy_check(from, to, old, &handled, reason, cap);
         if (handled)
             return rc;
     }
@@ -835,27 +839,46 @@ static int avro_pair_check(const schema_data_t *from, const schema_data_t *to,
                     strategy == SCHEMA_FULL || strategy == SCHEMA_FULL_TRANSITIVE;
     bool forward = strategy == SCHEMA_FORWARD || strategy == SCHEMA_FORWARD_TRANSITIVE ||
                    strategy == SCHEMA_FULL || strategy == SCHEMA_FULL_TRANSITIVE;
+    bool new_reads_old = backward;
     if (backward)
         rc = schema_avro_can_read(t, to->len, f, from->len, why, sizeof why);
-    if (rc == 0 && forward)
+    if (rc == 0 && forward) {
+        new_reads_old = false;
         rc = schema_avro_can_read(f, from->len, t, to->len, why, sizeof why);
+    }
     if (rc == QE_INVALID)
         rc = SCHEMA_E_INCOMPATIBLE; /* a stored schema that no longer parses */
-    if (rc < 0 && reason && cap)
-        snprintf(reason, cap, "Incompatible schema with strategy %s (%s): %s",
-                 schema_strategy_name(strategy),
-                 backward && forward ? "the new and the old schema must read each other"
-                 : backward          ? "the new schema must read data written with the old"
-                                     : "the old schema must read data written with the new",
-                 why);
+    if (rc < 0 && reason && cap) {
+        if (new_reads_old)
+            snprintf(reason, cap,
+                     "Error during schema compatibility check with strategy %s: the new schema "
+                     "cannot read data written with %s: %s",
+                     schema_strategy_name(strategy), old, why);
+        else
+            snprintf(reason, cap,
+                     "Error during schema compatibility check with strategy %s: %s cannot read "
+                     "data written with the new schema: %s",
+                     schema_strategy_name(strategy), old, why);
+    }
     return rc;
 }
 
 static int pair_check(const schema_data_t *from, const schema_data_t *to,
-                      schema_strategy_t strategy, char *reason, size_t cap);
+                      schema_strategy_t strategy, const char *old, char *reason, size_t cap);
+
+/* One half of two KEY_VALUE schemas; the reason says which half. */
+static int kv_half_check(const char *half, const schema_data_t *from, const schema_data_t *to,
+                         schema_strategy_t strategy, const char *old, char *reason, size_t cap)
+{
+    char why[320] = "";
+    int rc = pair_check(from, to, strategy, old, why, sizeof why);
+    if (rc < 0 && reason && cap)
+        snprintf(reason, cap, "KEY_VALUE %s schema: %s", half, why);
+    return rc;
+}
 
 static int kv_pair_check(const schema_data_t *from, const schema_data_t *to,
-                         schema_strategy_t strategy, char *reason, size_t cap)
+                         schema_strategy_t strategy, const char *old, char *reason, size_t cap)
 {
     schema_data_t fk, fv, tk, tv;
     if (schema_kv_split(from, &fk, &fv) < 0 || schema_kv_split(to, &tk, &tv) < 0) {
@@ -875,13 +898,13 @@ static int kv_pair_check(const schema_data_t *from, const schema_data_t *to,
                      tv.type < 0 ? "BYTES" : schema_type_name(tv.type));
         return SCHEMA_E_INCOMPATIBLE;
     }
-    int rc = pair_check(&fk, &tk, strategy, reason, cap);
-    return rc < 0 ? rc : pair_check(&fv, &tv, strategy, reason, cap);
+    int rc = kv_half_check("key", &fk, &tk, strategy, old, reason, cap);
+    return rc < 0 ? rc : kv_half_check("value", &fv, &tv, strategy, old, reason, cap);
 }
 
 /* The type's checker for two schemas of the same type. */
 static int pair_check(const schema_data_t *from, const schema_data_t *to,
-                      schema_strategy_t strategy, char *reason, size_t cap)
+                      schema_strategy_t strategy, const char *old, char *reason, size_t cap)
 {
     if (strategy == SCHEMA_ALWAYS_COMPATIBLE)
         return 0;
@@ -891,15 +914,27 @@ static int pair_check(const schema_data_t *from, const schema_data_t *to,
         return SCHEMA_E_INCOMPATIBLE;
     }
     if (from->type == SCHEMA_TYPE_AVRO || from->type == SCHEMA_TYPE_JSON)
-        return avro_pair_check(from, to, strategy, reason, cap);
+        return avro_pair_check(from, to, strategy, old, reason, cap);
     if (from->type == SCHEMA_TYPE_KEY_VALUE)
-        return kv_pair_check(from, to, strategy, reason, cap);
+        return kv_pair_check(from, to, strategy, old, reason, cap);
     return 0; /* Pulsar's DEFAULT check: PROTOBUF, PROTOBUF_NATIVE, primitives */
 }
 
-int schema_check_compatible(const schema_data_t *from, size_t n, const schema_data_t *to,
-                            schema_strategy_t strategy, char *reason, size_t cap)
+/* How a reason names from[i]: "schema version N", or "the existing schema"
+ * when the versions are not known. */
+static void old_name(const int64_t *versions, size_t i, char *out, size_t cap)
 {
+    if (versions)
+        snprintf(out, cap, "schema version %lld", (long long)versions[i]);
+    else
+        snprintf(out, cap, "the existing schema");
+}
+
+int schema_check_compatible_versions(const schema_data_t *from, const int64_t *versions, size_t n,
+                                     const schema_data_t *to, schema_strategy_t strategy,
+                                     char *reason, size_t cap)
+{
+    char old[64];
     if (reason && cap)
         reason[0] = '\0';
     if (n == 0 || strategy == SCHEMA_ALWAYS_COMPATIBLE)
@@ -908,11 +943,12 @@ int schema_check_compatible(const schema_data_t *from, size_t n, const schema_da
     size_t first = all ? 0 : n - 1;
     for (size_t i = first; i < n; i++) {
         if (from[i].type != to->type) {
+            old_name(versions, i, old, sizeof old);
             if (reason && cap)
                 snprintf(reason, cap,
-                         "Incompatible schema: exists schema type %s, new schema type %s",
+                         "Incompatible schema: exists schema type %s, new schema type %s (%s)",
                          schema_type_name(from[i].type) ? schema_type_name(from[i].type) : "?",
-                         schema_type_name(to->type) ? schema_type_name(to->type) : "?");
+                         schema_type_name(to->type) ? schema_type_name(to->type) : "?", old);
             return SCHEMA_E_INCOMPATIBLE;
         }
     }
@@ -920,9 +956,16 @@ int schema_check_compatible(const schema_data_t *from, size_t n, const schema_da
         return 0;
     /* Newest first, as Pulsar's validators walk them. */
     for (size_t i = n; i-- > first;) {
-        int rc = pair_check(&from[i], to, strategy, reason, cap);
+        old_name(versions, i, old, sizeof old);
+        int rc = pair_check(&from[i], to, strategy, old, reason, cap);
         if (rc < 0)
             return rc;
     }
     return 0;
+}
+
+int schema_check_compatible(const schema_data_t *from, size_t n, const schema_data_t *to,
+                            schema_strategy_t strategy, char *reason, size_t cap)
+{
+    return schema_check_compatible_versions(from, NULL, n, to, strategy, reason, cap);
 }

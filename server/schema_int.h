@@ -12,7 +12,10 @@
  * None), registers it (or finds its version) once the topic is loaded and
  * stores the version in the pending producer (p->schema_version), then calls
  * cb; a refused schema calls cb with QE_INCOMPATIBLE (IncompatibleSchema) and
- * no topic. Without a schema it is broker_topic_get. */
+ * no topic, and schema_refusal_reason() gives the reason inside cb. Without a
+ * schema it is broker_topic_get, unless the namespace has
+ * schemaValidationEnforced (read from its policies, loaded if needed) and the
+ * topic has a schema: refused. */
 int schema_producer_topic_get(conn_t *c, const char *topic,
                               const Pulsar__Proto__CommandProducer *cmd, topic_ready_cb cb,
                               void *arg);
@@ -22,6 +25,12 @@ int schema_producer_topic_get(conn_t *c, const char *topic,
 int schema_consumer_topic_get(conn_t *c, const char *topic, bool create,
                               const Pulsar__Proto__CommandSubscribe *cmd, topic_ready_cb cb,
                               void *arg);
+
+/* The text to send with an error rc inside the topic_ready_cb of the two
+ * calls above: for QE_INCOMPATIBLE, the registry's reason of the refusal
+ * (which strategy, which version, which field; borrowed, valid during the
+ * callback only); otherwise q_strerror(rc). */
+const char *schema_refusal_reason(int rc);
 
 /* GET_SCHEMA -> GET_SCHEMA_RESPONSE (TopicNotFound when there is none). */
 void schema_handle_get_schema(conn_t *c, const Pulsar__Proto__CommandGetSchema *cmd);

@@ -39,6 +39,7 @@ typedef struct conn_security {
     bool challenge_sent;   /* an AUTH_CHALLENGE waits for its AUTH_RESPONSE */
     int64_t expires_ms;    /* the credentials' expiry, 0 = none */
     char method[16];
+    char original[AUTH_ROLE_MAX]; /* a proxy's original principal, "" when none */
     ev_timer refresh_timer;
     bool refresh_started;
 } conn_security_t;

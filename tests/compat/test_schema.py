@@ -1,11 +1,21 @@
 """The schema registry with the stock Python client (pulsar.schema: AvroSchema,
 JsonSchema, StringSchema with Record classes) and the REST resource
 /admin/v2/schemas/...: typed produce/consume, versions, compatibility
-strategies (namespace policy set through REST), refusals with IncompatibleSchema,
+strategies (namespace policy set through REST), refusals with IncompatibleSchema
+and the broker's reason (which strategy, which stored version, which field),
 partitions sharing their topic's schema, persistence across a restart.
 
+The Python client (C++ underneath) raises IncompatibleSchema with a fixed text
+("Pulsar error: IncompatibleSchema"): it drops the server's error message from
+the exception and writes it to the client's log instead ("Received error
+response from server: IncompatibleSchema (<reason>)"). So the reason is read
+from a logger given to pulsar.Client; the Java client puts it in the exception
+(test_java_schema.py).
+
 Needs fastavro (pulsar.schema's Avro support): scripts/deps.sh --test installs it."""
+import io
 import json
+import logging
 import time
 import urllib.parse
 import uuid
@@ -98,6 +108,51 @@ def post_schema(quire, topic, schema_type, definition, properties=None):
 
 def avro_def(record_cls):
     return AvroSchema(record_cls).schema_info().schema()
+
+
+class LoggedClient:
+    """A pulsar.Client whose log (where the C++ client writes the server's error
+    messages) is kept: refusal(fn) runs fn, expects IncompatibleSchema, and
+    returns the reason the broker sent with it."""
+
+    def __init__(self, service_url):
+        # The C++ client's logger factory is process-wide: a later client's
+        # lines may reach an earlier client's Python logger. They all
+        # propagate to the root logger, where the capture listens.
+        self.stream = io.StringIO()
+        self.handler = logging.StreamHandler(self.stream)
+        logging.getLogger().addHandler(self.handler)
+        self.logger = logging.getLogger(f"pulsar-client-{uuid.uuid4().hex[:8]}")
+        self.logger.setLevel(logging.INFO)
+        self.client = pulsar.Client(service_url, operation_timeout_seconds=15,
+                                    connection_timeout_ms=5000, logger=self.logger)
+
+    def refusal(self, fn):
+        start = len(self.stream.getvalue())
+        with pytest.raises(IncompatibleSchema):
+            fn(self.client)
+        for _ in range(50):  # the log line is written by the client's I/O thread
+            lines = [line for line in self.stream.getvalue()[start:].splitlines()
+                     if "Received error response from server: IncompatibleSchema (" in line]
+            if lines:
+                return lines[-1].split("IncompatibleSchema (", 1)[1].rsplit(") -- req_id", 1)[0]
+            time.sleep(0.1)
+        raise AssertionError("no IncompatibleSchema error with a reason in the client log:\n"
+                             + self.stream.getvalue()[start:])
+
+    def close(self):
+        try:
+            self.client.close()
+        except Exception:
+            pass
+        logging.getLogger().removeHandler(self.handler)
+
+
+@pytest.fixture
+def logged(quire):
+    c = LoggedClient(quire.service_url)
+    yield c
+    c.close()
 
 
 # -------------------------------------------------------------------- tests --
@@ -211,13 +266,26 @@ def test_rest_post_get_delete(quire, topic):
     # compatibility test, no change made
     status, body = http_json("POST", schema_url(quire, topic, "compatibility"),
                              json.dumps({"type": "AVRO", "schema": bad, "properties": {}}))
-    assert status in (200, 202) and body == {"compatibility": False, "schemaCompatibilityStrategy": "FULL"}
+    assert status in (200, 202), (status, body)
+    assert body["compatibility"] is False and body["schemaCompatibilityStrategy"] == "FULL", body
+    # ... with the reason (Quire's addition to Pulsar's IsCompatibilityResponse)
+    assert body["reason"] == ("Error during schema compatibility check with strategy FULL: the new "
+                              "schema cannot read data written with schema version 0: "
+                              "READER_FIELD_MISSING_DEFAULT_VALUE: field 'score' of User has no "
+                              "default"), body
     status, body = http_json("POST", schema_url(quire, topic, "compatibility"),
                              json.dumps({"type": "AVRO", "schema": d2, "properties": {}}))
     assert body == {"compatibility": True, "schemaCompatibilityStrategy": "FULL"}
-    # refusals
+    # refusals: the reason names the strategy, the version and the field
     status, body = post_schema(quire, topic, "AVRO", bad)
-    assert status == 409 and "READER_FIELD_MISSING_DEFAULT_VALUE" in body["reason"], (status, body)
+    assert status == 409, (status, body)
+    for part in ("strategy FULL", "schema version 0", "READER_FIELD_MISSING_DEFAULT_VALUE",
+                 "field 'score' of User has no default"):
+        assert part in body["reason"], (part, body)
+    status, body = post_schema(quire, topic, "STRING", "")
+    assert status == 409, (status, body)
+    assert body["reason"] == ("Incompatible schema: exists schema type AVRO, new schema type "
+                              "STRING (schema version 0)"), body
     status, body = post_schema(quire, topic, "AVRO", "{not a schema")
     assert status == 422 and "Invalid schema definition data" in body["reason"], (status, body)
     assert post_schema(quire, topic, "BYTES", "")[0] == 406
@@ -336,6 +404,84 @@ def test_topic_deletion_removes_its_schema(client, quire, topic):
     # The name starts over: any schema is the first one
     client.create_producer(topic, schema=AvroSchema(UserBad)).close()
     assert get_schema(quire, topic)[1]["version"] == 0
+
+
+def test_refusal_reasons_reach_the_client(logged, quire, topic):
+    logged.client.create_producer(topic, schema=AvroSchema(UserV1)).close()
+    # a producer: the namespace's strategy (FULL), the version, Avro's finding
+    why = logged.refusal(lambda c: c.create_producer(topic, schema=AvroSchema(UserBad)))
+    assert why == ("Error during schema compatibility check with strategy FULL: the new schema "
+                   "cannot read data written with schema version 0: "
+                   "READER_FIELD_MISSING_DEFAULT_VALUE: field 'score' of User has no default"), why
+    # a consumer: Pulsar checks it BACKWARD against the latest under FULL
+    why = logged.refusal(lambda c: c.subscribe(topic, "s", schema=AvroSchema(UserBad)))
+    assert why == ("Error during schema compatibility check with strategy BACKWARD: the new "
+                   "schema cannot read data written with schema version 0: "
+                   "READER_FIELD_MISSING_DEFAULT_VALUE: field 'score' of User has no default"), why
+    # a type change (Pulsar's wording, and the version)
+    why = logged.refusal(lambda c: c.create_producer(topic, schema=StringSchema()))
+    assert why == "Incompatible schema: exists schema type AVRO, new schema type STRING (schema version 0)"
+
+
+def test_refusal_reasons_of_namespace_policies(logged, quire):
+    ns = new_namespace(quire, "FORWARD")
+    topic = f"persistent://{ns}/{unique('t')}"
+    logged.client.create_producer(topic, schema=AvroSchema(UserBad)).close()
+    # FORWARD: the stored version must read data of the new schema; without
+    # score, which it requires with no default, it cannot
+    why = logged.refusal(lambda c: c.create_producer(topic, schema=AvroSchema(UserV1)))
+    assert why == ("Error during schema compatibility check with strategy FORWARD: schema version 0 "
+                   "cannot read data written with the new schema: "
+                   "READER_FIELD_MISSING_DEFAULT_VALUE: field 'score' of User has no default"), why
+    status, _ = http("POST", f"{quire.web_url}/admin/v2/namespaces/{ns}/isAllowAutoUpdateSchema", "false")
+    assert status == 204
+
+    def auto_update_refused():
+        why = logged.refusal(lambda c: c.create_producer(topic, schema=AvroSchema(UserV2)))
+        assert why == "Schema not found and schema auto updating is disabled.", why
+    eventually(auto_update_refused)
+
+
+def test_always_incompatible_refuses_an_identical_consumer_schema(logged, quire):
+    ns = new_namespace(quire, "ALWAYS_INCOMPATIBLE")
+    topic = f"persistent://{ns}/{unique('t')}"
+    producer = logged.client.create_producer(topic, schema=AvroSchema(UserV1))  # the first: stored
+    producer.send(UserV1(name="a", age=1))
+    # A producer with the same schema finds its version (Pulsar's putSchemaIfAbsent) ...
+    logged.client.create_producer(topic, schema=AvroSchema(UserV1)).close()
+    # ... but a consumer is checked against every version with no equality
+    # shortcut (Pulsar's checkConsumerCompatibility): refused, even identical.
+    why = logged.refusal(lambda c: c.subscribe(topic, "s", schema=AvroSchema(UserV1)))
+    assert why == "Schema compatibility strategy is ALWAYS_INCOMPATIBLE", why
+    # A type change is reported as such first
+    why = logged.refusal(lambda c: c.subscribe(topic, "s", schema=StringSchema()))
+    assert why == "Incompatible schema: exists schema type AVRO, new schema type STRING (schema version 0)"
+    # A consumer without a schema is still let in
+    logged.client.subscribe(topic, "plain").close()
+    assert http_json("GET", schema_url(quire, topic, "schemas"))[1]["getSchemaResponses"][0]["version"] == 0
+
+
+@pytest.mark.needs_restart
+def test_validation_enforced_read_for_a_namespace_not_loaded(fresh_quire):
+    """After a restart nothing has loaded the namespace's policies when the
+    first producer arrives: schemaValidationEnforced must come from them, not
+    from the defaults of an empty cache."""
+    ns = new_namespace(fresh_quire)
+    topic = f"persistent://{ns}/{unique('t')}"
+    status, _ = http("POST", f"{fresh_quire.web_url}/admin/v2/namespaces/{ns}/schemaValidationEnforced", "true")
+    assert status == 204
+    assert post_schema(fresh_quire, topic, "AVRO", avro_def(UserV1))[0] == 202
+    fresh_quire.restart()
+    c = LoggedClient(fresh_quire.service_url)
+    try:
+        why = c.refusal(lambda cl: cl.create_producer(topic))  # the first thing the broker sees
+        assert why == ("Producers cannot connect or send message without a schema to topics with "
+                       "a schema when SchemaValidationEnforced is enabled"), why
+        c.client.create_producer(topic, schema=AvroSchema(UserV1)).close()
+        # a topic of the namespace without a schema takes producers without one
+        c.client.create_producer(f"persistent://{ns}/{unique('plain')}").close()
+    finally:
+        c.close()
 
 
 def _assert_status(got, want):

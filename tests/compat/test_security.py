@@ -581,3 +581,393 @@ def test_max_producers_per_connection(limited):
             c.create_producer(base + "-c")
     finally:
         c.close()
+
+
+# ----------------------------- topic grants, subscription roles, wildcards --
+
+def ns_grant(s, role, actions, tenant="acme", admin="acme-admin"):
+    r = s.rest("POST", f"/admin/v2/namespaces/{tenant}/ns/permissions/{role}", role=admin,
+               body=actions)
+    assert r.status_code == 204, r.text
+
+
+def topic_path(topic):
+    """persistent://t/ns/x -> /admin/v2/persistent/t/ns/x"""
+    domain, rest = topic.split("://", 1)
+    return f"/admin/v2/{domain}/{rest}"
+
+
+def grant_topic(s, topic, role, actions, admin="acme-admin"):
+    r = s.rest("POST", f"{topic_path(topic)}/permissions/{role}", role=admin, body=actions)
+    assert r.status_code == 204, r.text
+
+
+def eventually_refused(fn, *errors, timeout=10):
+    """A revocation reaches the broker through its policies watch: retry briefly."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fn()
+        except errors or (pulsar.AuthorizationError,):
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError("still allowed after revocation")
+        time.sleep(0.3)
+
+
+def test_topic_grant_only_that_topic(secure):
+    """A role with no namespace grant but a topic grant produces and consumes on that topic
+    only; the grant is honoured by REST consume routes; revoking it takes effect."""
+    t, sibling = topic_in("acme"), topic_in("acme")
+    grant_topic(secure, t, "topic-only", ["produce", "consume"])
+    c = secure.client(pulsar.AuthenticationToken(token("topic-only")))
+    try:
+        cons = c.subscribe(t, "s")
+        c.create_producer(t).send(b"topic grant")
+        assert cons.receive(timeout_millis=10000).data() == b"topic grant"
+        expect_refused(lambda: c.create_producer(sibling), pulsar.AuthorizationError)
+        expect_refused(lambda: c.subscribe(sibling, "s"), pulsar.AuthorizationError)
+    finally:
+        c.close()
+    r = secure.rest("GET", f"{topic_path(t)}/subscriptions", role="topic-only")
+    assert r.status_code == 200 and r.json() == ["s"], r.text
+    r = secure.rest("GET", f"{topic_path(sibling)}/stats", role="topic-only")
+    assert r.status_code == 403, r.text
+    # a produce-only topic grant does not give consume
+    t2 = topic_in("acme")
+    grant_topic(secure, t2, "topic-producer", ["produce"])
+    c = secure.client(pulsar.AuthenticationToken(token("topic-producer")))
+    try:
+        c.create_producer(t2).send(b"x")
+        expect_refused(lambda: c.subscribe(t2, "s"), pulsar.AuthorizationError)
+    finally:
+        c.close()
+    # revoke: new operations are refused
+    r = secure.rest("DELETE", f"{topic_path(t)}/permissions/topic-only", role="acme-admin")
+    assert r.status_code == 204, r.text
+
+    def produce_again():
+        c2 = secure.client(pulsar.AuthenticationToken(token("topic-only")))
+        try:
+            c2.create_producer(t)
+        finally:
+            c2.close()
+
+    eventually_refused(produce_again, pulsar.AuthorizationError)
+    # revoking what the topic does not grant: 412, as Pulsar
+    r = secure.rest("DELETE", f"{topic_path(t)}/permissions/topic-only", role="acme-admin")
+    assert r.status_code == 412, r.text
+
+
+def test_topic_permissions_get_shape(secure):
+    """GET .../permissions: role -> actions, the namespace grants merged with the topic's."""
+    t, sibling = topic_in("acme"), topic_in("acme")
+    grant_topic(secure, t, "t-reader", ["consume"])
+    grant_topic(secure, t, "producer-role", ["consume"])
+    r = secure.rest("GET", f"{topic_path(t)}/permissions", role="acme-admin")
+    assert r.status_code == 200, r.text
+    perms = {k: sorted(v) for k, v in r.json().items()}
+    assert perms["t-reader"] == ["consume"]
+    assert perms["producer-role"] == ["consume", "produce"]  # union with the namespace grant
+    assert perms["consumer-role"] == ["consume"]
+    assert perms["alice"] == ["consume", "produce"]
+    r = secure.rest("GET", f"{topic_path(sibling)}/permissions", role="acme-admin")
+    assert r.status_code == 200 and "t-reader" not in r.json(), r.text
+    assert sorted(r.json()["producer-role"]) == ["produce"]
+    # tenant admin only, like namespace permissions
+    for role in ("producer-role", "t-reader", "other-admin"):
+        r = secure.rest("GET", f"{topic_path(t)}/permissions", role=role)
+        assert r.status_code == 401, (role, r.status_code)
+        r = secure.rest("POST", f"{topic_path(t)}/permissions/{role}", role=role,
+                        body=["produce"])
+        assert r.status_code == 401, (role, r.status_code)
+    r = secure.rest("GET", f"{topic_path(t)}/permissions", role="admin")
+    assert r.status_code == 200
+    # the same under non-persistent
+    np = t.replace("persistent://", "non-persistent://")
+    grant_topic(secure, np, "np-role", ["produce"])
+    r = secure.rest("GET", f"{topic_path(np)}/permissions", role="acme-admin")
+    assert r.status_code == 200 and r.json()["np-role"] == ["produce"], r.text
+    r = secure.rest("GET", f"{topic_path(t)}/permissions", role="acme-admin")
+    assert "np-role" not in r.json()
+
+
+@pytest.mark.parametrize("body", [["fly"], "produce", {"produce": True}, [1], None, "not json"])
+def test_topic_grant_bad_body(secure, body):
+    t = topic_in("acme")
+    if body == "not json":
+        r = requests.post(secure.https + f"{topic_path(t)}/permissions/x",
+                          headers={"Authorization": f"Bearer {token('acme-admin')}",
+                                   "Content-Type": "application/json"},
+                          data="[produce", verify=secure.ca, timeout=10)
+    else:
+        r = secure.rest("POST", f"{topic_path(t)}/permissions/x", role="acme-admin",
+                        body=body)
+    assert r.status_code in (400, 412), (r.status_code, r.text)
+    assert r.json().get("reason"), r.text
+
+
+def test_partitioned_topic_grant(secure):
+    """A grant on a partitioned topic is stored for the topic and each partition (Pulsar's
+    shape), and a partition is also covered by its partitioned topic's grant."""
+    t = topic_in("acme")
+    r = secure.rest("PUT", f"{topic_path(t)}/partitions", role="acme-admin", body=2)
+    assert r.status_code == 204, r.text
+    grant_topic(secure, t, "part-role", ["produce", "consume"])
+    doc = secure.rest("GET", "/admin/v2/namespaces/acme/ns", role="admin").json()
+    dest = doc["auth_policies"]["destination_auth"]
+    for name in (t, f"{t}-partition-0", f"{t}-partition-1"):
+        assert dest[name]["part-role"] == ["produce", "consume"], (name, dest.get(name))
+    c = secure.client(pulsar.AuthenticationToken(token("part-role")))
+    try:
+        cons = c.subscribe(t, "s")
+        p = c.create_producer(t)
+        for i in range(4):
+            p.send(f"p{i}".encode(), partition_key=str(i))
+        got = sorted(cons.receive(timeout_millis=10000).data() for _ in range(4))
+        assert got == [b"p0", b"p1", b"p2", b"p3"]
+    finally:
+        c.close()
+    r = secure.rest("DELETE", f"{topic_path(t)}/permissions/part-role", role="acme-admin")
+    assert r.status_code == 204, r.text
+    doc = secure.rest("GET", "/admin/v2/namespaces/acme/ns", role="admin").json()
+    dest = doc["auth_policies"]["destination_auth"]
+    assert not any(k.startswith(t) for k in dest), dest
+
+
+def test_subscription_roles(secure):
+    """subscription_auth_roles: only the listed roles (or tenant admins, superusers) may
+    subscribe through that subscription; other subscriptions are unaffected."""
+    sub = f"locked-{uuid.uuid4().hex[:6]}"
+    t = topic_in("acme")
+    base = "/admin/v2/namespaces/acme/ns/permissions"
+    r = secure.rest("POST", f"{base}/subscription/{sub}", role="acme-admin", body=["alice"])
+    assert r.status_code == 204, r.text
+    r = secure.rest("GET", f"{base}/subscription", role="acme-admin")
+    assert r.status_code == 200 and r.json()[sub] == ["alice"], r.text
+    # a role that may not administrate the tenant cannot change them
+    r = secure.rest("POST", f"{base}/subscription/{sub}", role="consumer-role",
+                    body=["consumer-role"])
+    assert r.status_code == 401, r.text
+    for bad in (["", "x"], "alice", [7], {"a": 1}):
+        r = secure.rest("POST", f"{base}/subscription/{sub}", role="acme-admin", body=bad)
+        assert r.status_code == 400, (bad, r.status_code, r.text)
+    cons = secure.client(pulsar.AuthenticationToken(token("consumer-role")))
+    try:
+        expect_refused(lambda: cons.subscribe(t, sub), pulsar.AuthorizationError)
+        cons.subscribe(t, "free").close()
+    finally:
+        cons.close()
+    for role in ("alice", "acme-admin", "admin"):
+        c = secure.client(pulsar.AuthenticationToken(token(role)))
+        try:
+            c.subscribe(t, sub).close()
+        finally:
+            c.close()
+    # a REST consume route naming the subscription meets its roles too
+    r = secure.rest("GET", f"{topic_path(t)}/subscription/{sub}/position/1", role="consumer-role")
+    assert r.status_code == 403, r.text
+    # revoke alice: the list is empty, which restricts nothing (Pulsar keeps the empty set)
+    r = secure.rest("DELETE", f"{base}/{sub}/alice", role="acme-admin")
+    assert r.status_code == 204, r.text
+    r = secure.rest("GET", f"{base}/subscription", role="acme-admin")
+    assert r.json()[sub] == [], r.text
+    deadline = time.monotonic() + 10
+    while True:
+        cons = secure.client(pulsar.AuthenticationToken(token("consumer-role")))
+        try:
+            cons.subscribe(t, sub).close()
+            break
+        except pulsar.AuthorizationError:
+            assert time.monotonic() < deadline, "still refused after the roles were removed"
+            time.sleep(0.3)
+        finally:
+            cons.close()
+
+
+def test_wildcards_off_by_default(secure):
+    ns_grant(secure, "wild.*", ["produce"])
+    grant_topic(secure, topic_in("acme"), "*.suffix", ["produce"])
+    c = secure.client(pulsar.AuthenticationToken(token("wild.one")))
+    try:
+        expect_refused(lambda: c.create_producer(topic_in("acme")), pulsar.AuthorizationError)
+    finally:
+        c.close()
+
+
+# ------------------------------------------------- wildcards on, proxy roles --
+
+class Raw:
+    """The binary protocol by hand (test_bad_input's encoder): what no client sends."""
+
+    def __init__(self, host_port):
+        from test_bad_input import Raw as _Raw
+        self.r = _Raw(host_port)
+
+    def connect(self, tok, original=None, original_data=None, original_method=None):
+        from test_bad_input import CONNECT, base_command, f_bytes, f_varint, simple_frame
+        body = f_bytes(1, "quire-compat-proxy") + f_varint(4, 20) + f_bytes(5, "token") \
+            + f_bytes(3, tok)
+        if original is not None:
+            body += f_bytes(7, original)
+        if original_data is not None:
+            body += f_bytes(8, original_data)
+        if original_method is not None:
+            body += f_bytes(9, original_method)
+        self.r.send(simple_frame(base_command(CONNECT, 2, body)))
+        return self.answer()
+
+    def producer(self, topic, request_id=1):
+        from test_bad_input import PRODUCER, base_command, f_bytes, f_varint, simple_frame
+        body = f_bytes(1, topic) + f_varint(2, request_id) + f_varint(3, request_id)
+        self.r.send(simple_frame(base_command(PRODUCER, 5, body)))
+        return self.answer()
+
+    def answer(self):
+        """('CONNECTED'|'PRODUCER_SUCCESS'|'ERROR <code> <message>'|'closed')."""
+        from test_bad_input import CONNECTED, ERROR, PRODUCER_SUCCESS, Closed
+        try:
+            ctype, sub = self.r.expect({CONNECTED, ERROR, PRODUCER_SUCCESS})
+        except Closed:
+            return "closed"
+        if ctype == ERROR:
+            return f"ERROR {sub[2][0]} {sub[3][0].decode()}"
+        return {CONNECTED: "CONNECTED", PRODUCER_SUCCESS: "PRODUCER_SUCCESS"}[ctype]
+
+    def close(self):
+        self.r.close()
+
+
+AUTHORIZATION_ERROR = 4
+
+
+@pytest.fixture(scope="module")
+def proxied(pki):
+    """A secured server with authorizationAllowWildcardsMatching and proxyRoles."""
+    tls_port, web_tls_port = free_port(), free_port()
+    extra = ["--authorizationAllowWildcardsMatching=true",
+             "--proxyRoles=proxy-su,proxy-plain"]
+    args = [a if not a.startswith("--superUserRoles=") else "--superUserRoles=admin,proxy-su"
+            for a in secure_args(pki, tls_port, web_tls_port, extra)]
+    srv = QuireServer(extra_args=args)
+    srv.start()
+    s = Secure(srv, pki, tls_port, web_tls_port)
+    try:
+        r = s.rest("PUT", "/admin/v2/tenants/acme", role="admin",
+                   body={"adminRoles": ["acme-admin"], "allowedClusters": ["standalone"]})
+        assert r.status_code in (204, 409), r.text
+        r = s.rest("PUT", "/admin/v2/namespaces/acme/ns", role="admin")
+        assert r.status_code in (204, 409), r.text
+        ns_grant(s, "producer-role", ["produce"])
+        ns_grant(s, "svc.*", ["produce"])
+        yield s
+    finally:
+        srv.cleanup()
+
+
+def test_wildcards_on(proxied):
+    """Prefix and suffix wildcards in namespace and topic grants; not in the middle."""
+    t, sibling = topic_in("acme"), topic_in("acme")
+    grant_topic(proxied, t, "*.reader", ["consume"])
+    ns_grant(proxied, "my.*.role", ["produce"])
+    c = proxied.client(pulsar.AuthenticationToken(token("svc.billing")))
+    try:
+        c.create_producer(sibling).send(b"prefix match")
+        expect_refused(lambda: c.subscribe(t, "s"), pulsar.AuthorizationError)
+    finally:
+        c.close()
+    c = proxied.client(pulsar.AuthenticationToken(token("audit.reader")))
+    try:
+        c.subscribe(t, "s").close()
+        expect_refused(lambda: c.subscribe(sibling, "s"), pulsar.AuthorizationError)
+        expect_refused(lambda: c.create_producer(t), pulsar.AuthorizationError)
+    finally:
+        c.close()
+    for role in ("my.1.role", "svcx", "reader"):
+        c = proxied.client(pulsar.AuthenticationToken(token(role)))
+        try:
+            expect_refused(lambda: c.create_producer(sibling), pulsar.AuthorizationError)
+        finally:
+            c.close()
+    r = proxied.rest("GET", f"{topic_path(t)}/stats", role="audit.reader")
+    assert r.status_code in (200, 404), r.text  # authorized (404: not loaded / no stats)
+
+
+@pytest.fixture
+def raw_conn(proxied):
+    conns = []
+
+    def make():
+        r = Raw(proxied.srv.host_port)
+        conns.append(r)
+        return r
+
+    yield make
+    for r in conns:
+        r.close()
+
+
+def test_proxy_role_needs_original_principal(proxied, raw_conn):
+    got = raw_conn().connect(token("proxy-su"))
+    assert got.startswith(f"ERROR {AUTHORIZATION_ERROR} originalPrincipal must be provided"), got
+    got = raw_conn().connect(token("proxy-su"), original="proxy-plain")
+    assert got.startswith(f"ERROR {AUTHORIZATION_ERROR} originalPrincipal cannot be a proxy role"), got
+    assert proxied.srv.alive()
+
+
+def test_proxy_role_authorizes_original_principal(proxied, raw_conn):
+    t = topic_in("acme")
+    r = raw_conn()
+    assert r.connect(token("proxy-su"), original="producer-role") == "CONNECTED"
+    assert r.producer(t) == "PRODUCER_SUCCESS"
+    # a superuser proxy for a client with no grant: refused (the client's role decides)
+    r = raw_conn()
+    assert r.connect(token("proxy-su"), original="nobody") == "CONNECTED"
+    got = r.producer(t)
+    assert got.startswith(f"ERROR {AUTHORIZATION_ERROR} "), got
+    # a proxy role without grants of its own: both roles must be allowed
+    r = raw_conn()
+    assert r.connect(token("proxy-plain"), original="producer-role") == "CONNECTED"
+    got = r.producer(t)
+    assert got.startswith(f"ERROR {AUTHORIZATION_ERROR} "), got
+
+
+def test_non_proxy_role_cannot_name_another_principal(proxied, raw_conn):
+    t = topic_in("acme")
+    got = raw_conn().connect(token("producer-role"), original="admin")
+    assert got.startswith(f"ERROR {AUTHORIZATION_ERROR} "), got
+    # naming itself is allowed, and changes nothing
+    r = raw_conn()
+    assert r.connect(token("producer-role"), original="producer-role") == "CONNECTED"
+    assert r.producer(t) == "PRODUCER_SUCCESS"
+    r = raw_conn()
+    assert r.connect(token("nobody"), original="nobody") == "CONNECTED"
+    assert r.producer(t).startswith(f"ERROR {AUTHORIZATION_ERROR} ")
+
+
+def test_proxy_original_principal_over_rest(proxied):
+    t = topic_in("acme")
+    path = f"{topic_path(t)}/partitions"
+
+    def get(role, original=None):
+        headers = {"Authorization": f"Bearer {token(role)}"}
+        if original is not None:
+            headers["X-Original-Principal"] = original
+        return requests.get(proxied.https + path, headers=headers, verify=proxied.ca,
+                            timeout=10)
+
+    assert get("proxy-su").status_code == 401
+    assert get("proxy-su", "producer-role").status_code == 200
+    assert get("proxy-su", "nobody").status_code == 403
+    assert get("proxy-plain", "producer-role").status_code == 403
+    assert get("producer-role", "admin").status_code == 401
+    assert get("producer-role", "producer-role").status_code == 200
+    # tenant-admin routes: the original principal must be a tenant admin as well
+    r = requests.get(proxied.https + "/admin/v2/namespaces/acme/ns/permissions",
+                     headers={"Authorization": f"Bearer {token('proxy-su')}",
+                              "X-Original-Principal": "producer-role"},
+                     verify=proxied.ca, timeout=10)
+    assert r.status_code == 401, r.text

@@ -58,6 +58,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *actions = NULL;
     if (admin_policy_check_actions(body, &actions, reason, sizeof reason) == 0)
         json_decref(actions);
+    json_t *roles = NULL;
+    if (admin_policy_check_roles(body, &roles, reason, sizeof reason) == 0) {
+        json_t *u = admin_actions_union(roles, body);
+        json_decref(u);
+        json_decref(roles);
+    }
     json_decref(doc);
     json_decref(body);
     return 0;

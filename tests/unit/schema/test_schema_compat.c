@@ -38,6 +38,12 @@
     "{\"type\":\"record\",\"name\":\"User\",\"fields\":["                                          \
     "{\"name\":\"a\",\"type\":\"string\"},{\"name\":\"b\",\"type\":\"string\"}]}"
 
+/* v2-add-default's c without its default: reads v2 data, not v1's */
+#define V3_C_NO_DEFAULT                                                                            \
+    "{\"type\":\"record\",\"name\":\"User\",\"fields\":["                                          \
+    "{\"name\":\"a\",\"type\":\"string\"},{\"name\":\"b\",\"type\":\"int\"},"                      \
+    "{\"name\":\"c\",\"type\":[\"null\",\"string\"]}]}"
+
 static schema_data_t avro(const char *s)
 {
     return (schema_data_t){SCHEMA_TYPE_AVRO, (const uint8_t *)s, strlen(s), NULL};
@@ -322,6 +328,78 @@ static void test_key_value(void)
     json_decref(jprops);
 }
 
+/* The reasons a refusal carries: the strategy, the stored version that
+ * refused, which way the read failed, Avro's finding (Pulsar's wording where
+ * it has one). */
+static void test_refusal_reasons(void)
+{
+    char reason[512];
+    schema_data_t v1 = avro(V1), v2 = avro(V2_ADD_DEFAULT), v3 = avro(V3_C_NO_DEFAULT);
+    schema_data_t from[2] = {v1, v2};
+    int64_t versions[2] = {5, 7};
+    /* transitive: the latest (7) reads fine, version 5 refuses */
+    CU_ASSERT_EQUAL(schema_check_compatible_versions(
+                        from, versions, 2, &v3, SCHEMA_BACKWARD_TRANSITIVE, reason, sizeof reason),
+                    SCHEMA_E_INCOMPATIBLE);
+    CU_ASSERT_STRING_EQUAL(reason, "Error during schema compatibility check with strategy "
+                                   "BACKWARD_TRANSITIVE: the new schema cannot read data written "
+                                   "with schema version 5: READER_FIELD_MISSING_DEFAULT_VALUE: "
+                                   "field 'c' of User has no default");
+    CU_ASSERT_EQUAL(schema_check_compatible_versions(from, versions, 2, &v3, SCHEMA_BACKWARD,
+                                                     reason, sizeof reason),
+                    0);
+    /* FORWARD (and FULL's second half): the stored schema reads the new one */
+    schema_data_t nd = avro(V2_ADD_NO_DEFAULT), drop = avro(V2_DROP_B);
+    int64_t three = 3;
+    CU_ASSERT_EQUAL(schema_check_compatible_versions(&nd, &three, 1, &v1, SCHEMA_FORWARD, reason,
+                                                     sizeof reason),
+                    SCHEMA_E_INCOMPATIBLE);
+    CU_ASSERT_STRING_EQUAL(reason, "Error during schema compatibility check with strategy FORWARD: "
+                                   "schema version 3 cannot read data written with the new "
+                                   "schema: READER_FIELD_MISSING_DEFAULT_VALUE: field 'c' of User "
+                                   "has no default");
+    CU_ASSERT_EQUAL(
+        schema_check_compatible_versions(&v1, &three, 1, &drop, SCHEMA_FULL, reason, sizeof reason),
+        SCHEMA_E_INCOMPATIBLE);
+    CU_ASSERT(strstr(reason, "strategy FULL: schema version 3 cannot read data written with the "
+                             "new schema: READER_FIELD_MISSING_DEFAULT_VALUE: field 'b'") != NULL);
+    /* without versions */
+    CU_ASSERT_EQUAL(schema_check_compatible(&v1, 1, &drop, SCHEMA_FULL, reason, sizeof reason),
+                    SCHEMA_E_INCOMPATIBLE);
+    CU_ASSERT(strstr(reason, "the existing schema cannot read data written with the new schema") !=
+              NULL);
+    /* a type change, ALWAYS_INCOMPATIBLE: Pulsar's words */
+    schema_data_t str = {SCHEMA_TYPE_STRING, NULL, 0, NULL};
+    CU_ASSERT_EQUAL(schema_check_compatible_versions(from, versions, 2, &str, SCHEMA_FULL, reason,
+                                                     sizeof reason),
+                    SCHEMA_E_INCOMPATIBLE);
+    CU_ASSERT_STRING_EQUAL(
+        reason, "Incompatible schema: exists schema type AVRO, new schema type STRING (schema "
+                "version 7)");
+    CU_ASSERT_EQUAL(schema_check_compatible_versions(
+                        from, versions, 2, &v3, SCHEMA_ALWAYS_INCOMPATIBLE, reason, sizeof reason),
+                    SCHEMA_E_INCOMPATIBLE);
+    CU_ASSERT_STRING_EQUAL(reason, "Schema compatibility strategy is ALWAYS_INCOMPATIBLE");
+    /* KEY_VALUE: which half */
+    uint8_t b1[1024], b3[1024];
+    size_t l1 = kv_build(b1, "", V1), l3 = kv_build(b3, "", V2_B_STRING);
+    json_t *props = json_pack("{ssss}", "key.schema.type", "STRING", "value.schema.type", "AVRO");
+    schema_data_t k1 = {SCHEMA_TYPE_KEY_VALUE, b1, l1, props};
+    schema_data_t k3 = {SCHEMA_TYPE_KEY_VALUE, b3, l3, props};
+    int64_t two = 2;
+    CU_ASSERT_EQUAL(
+        schema_check_compatible_versions(&k1, &two, 1, &k3, SCHEMA_BACKWARD, reason, sizeof reason),
+        SCHEMA_E_INCOMPATIBLE);
+    CU_ASSERT(strncmp(reason,
+                      "KEY_VALUE value schema: Error during schema compatibility check with "
+                      "strategy BACKWARD: the new schema cannot read data written with schema "
+                      "version 2: TYPE_MISMATCH",
+                      strlen("KEY_VALUE value schema: Error during schema compatibility check "
+                             "with strategy BACKWARD: the new schema cannot read data written "
+                             "with schema version 2: TYPE_MISMATCH")) == 0);
+    json_decref(props);
+}
+
 static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("schema_compat", NULL, NULL);
@@ -333,6 +411,7 @@ static void register_suites(void)
     CU_add_test(s, "transitive strategies", test_strategies_transitive);
     CU_add_test(s, "type rules", test_types);
     CU_add_test(s, "key/value schemas", test_key_value);
+    CU_add_test(s, "refusal reasons", test_refusal_reasons);
 }
 
 int main(int argc, char **argv)

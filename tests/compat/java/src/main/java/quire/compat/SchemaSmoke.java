@@ -20,6 +20,8 @@ import org.apache.pulsar.client.api.schema.GenericRecord;
  * 2. A bytes producer sends messages with per-message schemas
  *    (GET_OR_CREATE_SCHEMA): the known one, a compatible new one (version 1),
  *    then a STRING one, which the broker refuses (IncompatibleSchema).
+ * 3. A STRING producer is refused; the exception's message carries the
+ *    broker's reason (types and version).
  * Last line of stdout: "RESULT OK ..." or "RESULT FAIL ..."; exit 0 only on OK.
  */
 public final class SchemaSmoke {
@@ -108,6 +110,22 @@ public final class SchemaSmoke {
             if (!refused) {
                 fail("a STRING message was accepted on an AVRO topic");
             }
+            // A STRING producer is refused too, and the broker's reason is in
+            // the exception's message (the types and the version refusing it).
+            refused = false;
+            try (Producer<String> s = client.newProducer(Schema.STRING).topic(topic).create()) {
+                fail("a STRING producer was accepted on an AVRO topic");
+            } catch (PulsarClientException.IncompatibleSchemaException e) {
+                refused = true;
+                String want = "Incompatible schema: exists schema type AVRO, new schema type STRING"
+                        + " (schema version 1)";
+                if (!String.valueOf(e.getMessage()).contains(want)) {
+                    fail("refused without the reason: " + e.getMessage());
+                }
+            }
+            if (!refused) {
+                fail("a STRING producer was accepted on an AVRO topic");
+            }
 
             String[] names = {"ada", "bob", "cy"};
             long[] versions = {0, 0, 1};
@@ -127,7 +145,7 @@ public final class SchemaSmoke {
                 }
                 auto.acknowledge(m);
             }
-            System.out.println("RESULT OK typed=1 multi=2 refused=1 auto_consumed=3");
+            System.out.println("RESULT OK typed=1 multi=2 refused=2 auto_consumed=3");
         }
         System.exit(0);
     }
