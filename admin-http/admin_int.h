@@ -98,6 +98,10 @@ void admin_reply_raw(admin_req_t *req, int status, const char *content_type, cha
 void admin_reply_rc(admin_req_t *req, int rc, const char *what);
 /* true (after answering 503) when the service is stopping. */
 bool admin_req_stopping(admin_req_t *req);
+/* The common head of a metadata-store callback: true when rc is 0 and the
+ * service runs; otherwise the request is answered (503 stopping, 404 with
+ * missing, or admin_reply_rc naming what) and false. */
+bool admin_md_ok(admin_req_t *req, int rc, const char *missing, const char *what);
 
 /* ----------------------------------------------------------------- helpers -- */
 

@@ -84,16 +84,8 @@ static void doc_got(int rc, const void *value, size_t len, const md_stat_t *st, 
 {
     (void)st;
     admin_req_t *req = arg;
-    if (admin_req_stopping(req))
+    if (!admin_md_ok(req, rc, "Namespace does not exist", "namespace"))
         return;
-    if (rc == QE_NOT_FOUND) {
-        admin_reply_error(req, 404, "Namespace does not exist");
-        return;
-    }
-    if (rc < 0) {
-        admin_reply_rc(req, rc, "namespace");
-        return;
-    }
     json_error_t err;
     req->doc = json_loadb(value, len, 0, &err);
     if (!json_is_object(req->doc)) {

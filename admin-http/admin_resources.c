@@ -335,15 +335,8 @@ static void namespaces_tenant_got(int rc, const void *value, size_t len, const m
     (void)len;
     (void)st;
     admin_req_t *req = arg;
-    if (admin_req_stopping(req))
+    if (!admin_md_ok(req, rc, "Tenant does not exist", "tenant"))
         return;
-    if (rc < 0) {
-        if (rc == QE_NOT_FOUND)
-            admin_reply_error(req, 404, "Tenant does not exist");
-        else
-            admin_reply_rc(req, rc, "tenant");
-        return;
-    }
     rc = md_list(req->a->md, req->path, namespaces_listed, req);
     if (rc < 0)
         admin_reply_rc(req, rc, "namespaces");
@@ -387,16 +380,8 @@ static void namespace_tenant_got(int rc, const void *value, size_t len, const md
     (void)len;
     (void)st;
     admin_req_t *req = arg;
-    if (admin_req_stopping(req))
+    if (!admin_md_ok(req, rc, "Tenant does not exist", "tenant"))
         return;
-    if (rc == QE_NOT_FOUND) {
-        admin_reply_error(req, 404, "Tenant does not exist");
-        return;
-    }
-    if (rc < 0) {
-        admin_reply_rc(req, rc, "tenant");
-        return;
-    }
     namespace_path(req); /* validated before */
     put_new(req, "Namespace already exists", 204);
 }
@@ -495,14 +480,8 @@ static void policy_doc_got(int rc, const void *value, size_t len, const md_stat_
 {
     (void)st;
     admin_req_t *req = arg;
-    if (rc == QE_NOT_FOUND) {
-        admin_reply_error(req, 404, "Namespace does not exist");
+    if (!admin_md_ok(req, rc, "Namespace does not exist", "namespace"))
         return;
-    }
-    if (rc < 0) {
-        admin_reply_rc(req, rc, "namespace");
-        return;
-    }
     json_error_t err;
     json_t *doc = json_loadb(value, len, 0, &err);
     if (!doc) {

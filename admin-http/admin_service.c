@@ -313,6 +313,21 @@ bool admin_req_stopping(admin_req_t *req)
     return true;
 }
 
+bool admin_md_ok(admin_req_t *req, int rc, const char *missing, const char *what)
+{
+    if (admin_req_stopping(req))
+        return false;
+    if (rc == QE_NOT_FOUND) {
+        admin_reply_error(req, 404, "%s", missing);
+        return false;
+    }
+    if (rc < 0) {
+        admin_reply_rc(req, rc, what);
+        return false;
+    }
+    return true;
+}
+
 /* ---------------------------------------------------------------- helpers -- */
 
 const char *admin_param(const admin_req_t *req, const char *name)
@@ -415,17 +430,8 @@ static void ns_checked(int rc, const void *value, size_t len, const md_stat_t *s
     admin_req_t *req = nc->req;
     admin_handler_fn next = nc->next;
     free(nc);
-    if (admin_req_stopping(req))
-        return;
-    if (rc == QE_NOT_FOUND) {
-        admin_reply_error(req, 404, "Namespace does not exist");
-        return;
-    }
-    if (rc < 0) {
-        admin_reply_rc(req, rc, "namespace");
-        return;
-    }
-    next(req);
+    if (admin_md_ok(req, rc, "Namespace does not exist", "namespace"))
+        next(req);
 }
 
 void admin_require_namespace(admin_req_t *req, admin_handler_fn next)
