@@ -20,6 +20,7 @@ import pulsar
 import pytest
 
 from conftest import EXTERNAL, QuireServer, free_port
+from test_pulsar_admin_cli import PulsarAdmin, admin_cli_classpath  # noqa: F401 (a fixture)
 
 requests = pytest.importorskip("requests")
 
@@ -971,3 +972,45 @@ def test_proxy_original_principal_over_rest(proxied):
                               "X-Original-Principal": "producer-role"},
                      verify=proxied.ca, timeout=10)
     assert r.status_code == 401, r.text
+
+
+# ------------------------------------------------- pulsar-admin over https --
+
+def _admin_conf(secure, path, tok=None):
+    lines = [f"webServiceUrl={secure.https}/", f"brokerServiceUrl={secure.tls_url}",
+             f"tlsTrustCertsFilePath={secure.ca}", "tlsAllowInsecureConnection=false",
+             "tlsEnableHostnameVerification=true"]
+    if tok:
+        lines += ["authPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken",
+                  f"authParams=token:{tok}"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_pulsar_admin_https_with_token(secure, admin_cli_classpath, tmp_path):
+    """The stock pulsar-admin CLI over https (the CA from the test's PKI, hostname
+    verified against the certificate's IP SAN) with a token: a superuser and a tenant
+    admin are let in; no token, a bad token and a consume-only role are refused."""
+    def admin(role=None, tok=None, name="c"):
+        conf = _admin_conf(secure, tmp_path / f"{name}.conf", tok or (token(role) if role else None))
+        return PulsarAdmin(admin_cli_classpath, conf, secure.https)
+
+    su = admin("admin", name="su")
+    assert "acme" in su.out("tenants", "list").split()
+    t = topic_in("acme")
+    su.run("topics", "create", t)
+    assert t in su.out("topics", "list", "acme/ns")
+    ta = admin("acme-admin", name="ta")
+    ta.run("namespaces", "set-retention", "acme/ns", "--size", "10M", "--time", "1h")
+    ret = su.json("namespaces", "get-retention", "acme/ns")
+    assert ret["retentionTimeInMinutes"] == 60, ret
+    # refused: no credentials, a token signed with another key, a role without admin rights
+    out = admin(name="none").fails("namespaces", "policies", "acme/ns")
+    assert "401" in out or "Unauthorized" in out or "Authentication required" in out, out[-600:]
+    forged = jwt_hs256({"sub": "admin", "exp": int(time.time()) + 600}, secret=b"not-the-secret" * 3)
+    out = admin(tok=forged, name="forged").fails("tenants", "list")
+    assert "401" in out or "Unauthorized" in out or "Authentication" in out, out[-600:]
+    out = admin("consumer-role", name="cons").fails("namespaces", "set-retention", "acme/ns",
+                                                   "--size", "1M", "--time", "1m")
+    assert "401" in out or "403" in out or "permission" in out.lower(), out[-600:]
+    assert su.json("namespaces", "get-retention", "acme/ns")["retentionTimeInMinutes"] == 60
