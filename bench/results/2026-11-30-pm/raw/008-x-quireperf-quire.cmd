@@ -1,0 +1,1 @@
+/tmp/int/build/tools/quire-perf produce --service-url pulsar://127.0.0.1:37689 --json /tmp/cmp1/raw/008-x-quireperf-quire.json --report-interval-s 5 --op-timeout-s 60 --topics x-q-qfs0 --size 1024 --rate 20000 --max-pending 10000 --seconds 30 --warmup-seconds 5
