@@ -1,0 +1,1 @@
+/tmp/int/build/tools/quire-perf produce --service-url pulsar://127.0.0.1:47497 --json /tmp/iso2/015-b-flood-r4.json --report-interval-s 5 --op-timeout-s 60 --topics persistent://tenant-b/ns/steady --no-partitions --rate 500 --size 100 --disable-batching --max-pending 1000 --warmup-seconds 2 --seconds 10

@@ -1,0 +1,1 @@
+/tmp/int/build/tools/quire-perf produce --service-url pulsar://127.0.0.1:35567 --json /tmp/iso3/008-a-flood-r2.json --report-interval-s 5 --op-timeout-s 60 --topics persistent://tenant-a/ns/flood --no-partitions --producers-per-topic 4 --rate 2000 --size 100 --disable-batching --max-pending 100 --warmup-seconds 0 --seconds 16

@@ -1,0 +1,1 @@
+/tmp/int/build/tools/quire-perf produce --service-url pulsar://127.0.0.1:35567 --json /tmp/iso3/018-b-alone-r5.json --report-interval-s 5 --op-timeout-s 60 --topics persistent://tenant-b/ns/steady --no-partitions --rate 500 --size 100 --disable-batching --max-pending 1000 --warmup-seconds 2 --seconds 10
