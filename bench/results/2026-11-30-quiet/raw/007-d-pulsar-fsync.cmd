@@ -1,0 +1,1 @@
+/tmp/int/build/tools/quire-perf both --service-url pulsar://127.0.0.1:40071 --json /tmp/cmp2/raw/007-d-pulsar-fsync.json --report-interval-s 5 --op-timeout-s 60 --topics d-pfs00 --size 1024 --rate 0 --disable-batching --max-pending 1 --seconds 10 --warmup-seconds 3

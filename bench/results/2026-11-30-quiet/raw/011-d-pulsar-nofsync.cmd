@@ -1,0 +1,1 @@
+/tmp/int/build/tools/quire-perf both --service-url pulsar://127.0.0.1:47773 --json /tmp/cmp2/raw/011-d-pulsar-nofsync.json --report-interval-s 5 --op-timeout-s 60 --topics d-pno10 --size 1024 --rate 0 --disable-batching --max-pending 1 --seconds 10 --warmup-seconds 3
