@@ -2,12 +2,15 @@
  * admin_metrics.c — rates from counters, and /metrics in Prometheus text
  * exposition format 0.0.4 with Apache Pulsar's metric names.
  *
- * Rates are never made up: a 1-second ev_timer samples every loaded topic's
- * and subscription's counters (server/broker_admin.h) into a ring of the last
+ * Rates are never made up: a 1-second ev_timer samples topics' and
+ * subscriptions' counters (server/broker_admin.h) into a ring of the last
  * METRICS_WINDOW samples; a rate is (newest - oldest) / (their time apart),
- * 0 until two samples exist. Entries of topics or subscriptions not seen in a
- * sample are dropped, so the sampler holds at most what the broker has
- * loaded.
+ * 0 until two samples exist. Counters move only while a topic has a producer
+ * or a consumer, so a tick samples the topics with clients plus those still
+ * holding a series, and drops a series once its topic has no client and the
+ * window shows no change (its rate is 0 either way) or the topic is gone. A
+ * tick therefore costs O(clients + recently active topics), not O(topics):
+ * 100,000 idle topics cost nothing.
  *
  * Rendering takes a snapshot of the views first, then prints each metric
  * family once (# TYPE line, then every sample), as the format requires.
@@ -35,7 +38,8 @@ typedef struct sample {
 typedef struct series {
     sample_t ring[METRICS_WINDOW];
     unsigned head, count; /* head: next slot */
-    uint64_t seen_gen;
+    uint64_t seen_gen;    /* tick of the newest sample */
+    uint64_t active_gen;  /* last tick its topic had a client */
 } series_t;
 
 struct admin_metrics {
@@ -47,7 +51,8 @@ struct admin_metrics {
 
 /* --------------------------------------------------------------- sampling -- */
 
-static void series_add(admin_metrics_t *m, const char *key, double t, const uint64_t v[4])
+static void series_add(admin_metrics_t *m, const char *key, double t, const uint64_t v[4],
+                       bool active)
 {
     series_t *s = qmap_get(m->series, key);
     if (!s) {
@@ -62,6 +67,16 @@ static void series_add(admin_metrics_t *m, const char *key, double t, const uint
     if (s->count < METRICS_WINDOW)
         s->count++;
     s->seen_gen = m->gen;
+    if (active)
+        s->active_gen = m->gen;
+}
+
+/* No change over the window: the rate is 0 with or without the series. */
+static bool series_flat(const series_t *s)
+{
+    const sample_t *newest = &s->ring[(s->head + METRICS_WINDOW - 1) % METRICS_WINDOW];
+    const sample_t *oldest = &s->ring[(s->head + METRICS_WINDOW - s->count) % METRICS_WINDOW];
+    return memcmp(newest->v, oldest->v, sizeof newest->v) == 0;
 }
 
 static void series_rates(admin_metrics_t *m, const char *key, double out[4])
@@ -83,6 +98,7 @@ typedef struct sample_pass {
     admin_metrics_t *m;
     double t;
     const char *topic;
+    bool active; /* the topic has a client */
 } sample_pass_t;
 
 static void sample_sub(const broker_admin_subscription_view_t *v, void *arg)
@@ -91,16 +107,45 @@ static void sample_sub(const broker_admin_subscription_view_t *v, void *arg)
     char key[3 * TOPIC_NAME_MAX];
     snprintf(key, sizeof key, "%s\x1f%s", sp->topic, v->name);
     uint64_t c[4] = {0, 0, v->msg_out, v->bytes_out};
-    series_add(sp->m, key, sp->t, c);
+    series_add(sp->m, key, sp->t, c, sp->active);
 }
 
 static void sample_topic(const broker_admin_topic_view_t *v, void *arg)
 {
     sample_pass_t *sp = arg;
     uint64_t c[4] = {v->msg_in, v->bytes_in, v->msg_out, v->bytes_out};
-    series_add(sp->m, v->name, sp->t, c);
+    series_add(sp->m, v->name, sp->t, c, sp->active);
     sp->topic = v->name;
     broker_admin_subscriptions(sp->m->a->broker, v->name, sample_sub, sp);
+}
+
+/* A topic with a client, once per tick. */
+static void sample_topic_with_clients(const char *topic, void *arg)
+{
+    sample_pass_t *sp = arg;
+    const series_t *s = qmap_get(sp->m->series, topic);
+    if (!s || s->seen_gen != sp->m->gen)
+        broker_admin_topic(sp->m->a->broker, topic, sample_topic, sp);
+}
+
+/* Topics holding a series but no client this tick (their last samples). */
+static void sample_topics_idle(admin_metrics_t *m, sample_pass_t *sp)
+{
+    size_t n = 0, cap = qmap_size(m->series);
+    char **names = cap ? malloc(cap * sizeof *names) : NULL;
+    qmap_iter_t it = {0};
+    const char *key;
+    void *v;
+    while (names && qmap_next(m->series, &it, &key, &v))
+        if (((series_t *)v)->seen_gen != m->gen && !strchr(key, '\x1f') && n < cap)
+            names[n++] = strdup(key);
+    sp->active = false;
+    for (size_t i = 0; i < n; i++) {
+        if (names[i])
+            broker_admin_topic(m->a->broker, names[i], sample_topic, sp);
+        free(names[i]);
+    }
+    free(names); /* out of memory: those series are dropped below, rates 0 */
 }
 
 static void metrics_tick(struct ev_loop *loop, ev_timer *w, int revents)
@@ -108,14 +153,15 @@ static void metrics_tick(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     admin_metrics_t *m = w->data;
     m->gen++;
-    sample_pass_t sp = {m, ev_now(loop), NULL};
-    broker_admin_topics(m->a->broker, sample_topic, &sp);
+    sample_pass_t sp = {m, ev_now(loop), NULL, true};
+    broker_admin_topic_names_with_clients(m->a->broker, sample_topic_with_clients, &sp);
+    sample_topics_idle(m, &sp);
     qmap_iter_t it = {0};
     const char *key;
     void *v;
     while (qmap_next(m->series, &it, &key, &v)) {
         series_t *s = v;
-        if (s->seen_gen != m->gen) {
+        if (s->seen_gen != m->gen || (s->active_gen != m->gen && series_flat(s))) {
             qmap_remove(m->series, key);
             free(s);
         }

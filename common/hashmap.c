@@ -1,8 +1,9 @@
 /*
  * hashmap.c — linear-probing hash table with tombstones (see hashmap.h).
  *
- * Invariants: cap is a power of two; used (live + tombstones) <= cap * 3/4,
- * so a probe always ends at an empty slot. Growth rehashes live entries only.
+ * Invariants: cap is 0 (no slots yet) or a power of two; used (live +
+ * tombstones) <= cap * 3/4, so a probe always ends at an empty slot. Growth
+ * rehashes live entries only.
  */
 #include "common/hashmap.h"
 
@@ -11,6 +12,10 @@
 #include <string.h>
 
 enum { SLOT_EMPTY = 0, SLOT_LIVE = 1, SLOT_DEAD = 2 };
+
+/* Slots of the first allocation (a power of two). With 100,000 topics every
+ * topic's and subscription's maps add up: an empty map holds no slots. */
+#define MAP_CAP_FIRST 4
 
 typedef struct {
     uint64_t hash;
@@ -51,13 +56,7 @@ static qmap_t *map_new(bool string_keys)
     qmap_t *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    m->cap = 16;
-    m->slots = calloc(m->cap, sizeof(slot_t));
-    if (!m->slots) {
-        free(m);
-        return NULL;
-    }
-    m->string_keys = string_keys;
+    m->string_keys = string_keys; /* no slots until the first put: most maps stay tiny */
     return m;
 }
 
@@ -81,6 +80,8 @@ static bool key_eq(const qmap_t *m, const slot_t *s, uint64_t h, const char *sk,
 
 static slot_t *find(const qmap_t *m, uint64_t h, const char *sk, uint64_t ik)
 {
+    if (m->cap == 0)
+        return NULL;
     size_t mask = m->cap - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         slot_t *s = &m->slots[i];
@@ -93,7 +94,9 @@ static slot_t *find(const qmap_t *m, uint64_t h, const char *sk, uint64_t ik)
 
 static int grow(qmap_t *m)
 {
-    size_t ncap = m->live * 2 >= m->cap / 2 ? m->cap * 2 : m->cap; /* else just purge tombstones */
+    size_t ncap = m->cap == 0                 ? MAP_CAP_FIRST
+                  : m->live * 2 >= m->cap / 2 ? m->cap * 2
+                                              : m->cap; /* else just purge tombstones */
     slot_t *ns = calloc(ncap, sizeof(slot_t));
     if (!ns)
         return -ENOMEM;

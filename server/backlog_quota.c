@@ -386,7 +386,10 @@ void backlog_quota_check_all(broker_t *b)
         topic_t *t = v;
         if (t->state != TOPIC_READY || !t->ml)
             continue;
-        backlog_quota_state_t st;
+        backlog_quota_state_t st = {0};
+        quota_limits(t, &st);
+        if (st.limit_size_bytes < 0 && st.limit_time_s < 0)
+            continue; /* no quota (the default): skip the backlog walk, 100,000 topics idle */
         backlog_quota_state(t, &st);
         enforce_size(t, &st);
         check_age(t, &st);

@@ -187,6 +187,22 @@ void broker_admin_topics(broker_t *b, broker_admin_topic_fn fn, void *arg)
     }
 }
 
+void broker_admin_topic_names_with_clients(broker_t *b, void (*fn)(const char *topic, void *arg),
+                                           void *arg)
+{
+    for (conn_t *c = b->conns; c; c = c->next) {
+        qmap_iter_t it = {0};
+        void *v;
+        while (c->producers && qmap64_next(c->producers, &it, NULL, &v))
+            if (((producer_t *)v)->topic)
+                fn(((producer_t *)v)->topic->name, arg);
+        it = (qmap_iter_t){0};
+        while (c->consumers && qmap64_next(c->consumers, &it, NULL, &v))
+            if (((consumer_t *)v)->sub)
+                fn(((consumer_t *)v)->sub->topic->name, arg);
+    }
+}
+
 int broker_admin_topic(broker_t *b, const char *topic, broker_admin_topic_fn fn, void *arg)
 {
     topic_t *t = ready_topic(b, topic);

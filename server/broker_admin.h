@@ -108,6 +108,11 @@ typedef void (*broker_admin_consumer_fn)(const broker_admin_consumer_view_t *v, 
 void broker_admin_counts(broker_t *b, broker_admin_counts_t *out);
 /* Every loaded (ready) topic. */
 void broker_admin_topics(broker_t *b, broker_admin_topic_fn fn, void *arg);
+/* The name of every topic with a producer or a consumer connected, the only
+ * topics whose traffic counters can move; a topic with several clients comes
+ * more than once. O(producers + consumers), not O(topics). */
+void broker_admin_topic_names_with_clients(broker_t *b, void (*fn)(const char *topic, void *arg),
+                                           void *arg);
 /* One loaded topic by full name: 0, or QE_NOT_FOUND when not loaded (fn
  * NULL: only the check). */
 int broker_admin_topic(broker_t *b, const char *topic, broker_admin_topic_fn fn, void *arg);

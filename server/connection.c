@@ -42,7 +42,8 @@
 #include "server/conn_security.h"
 
 #define CONN_WQ_MAX_BYTES (256u << 20)
-#define CONN_RBUF_INITIAL (64u << 10)
+#define CONN_RBUF_INITIAL (16u << 10) /* one read; most connections never need more */
+#define CONN_RBUF_BUSY (64u << 10)    /* grown to when a read fills the buffer */
 #define PROTOCOL_VERSION_MAX 21
 
 static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -626,7 +627,8 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
             conn_close(c, "read buffer limit");
             break;
         }
-        ssize_t n = conn_io_read(&c->io, c->rbuf + c->rlen, c->rcap - c->rlen);
+        size_t room = c->rcap - c->rlen;
+        ssize_t n = conn_io_read(&c->io, c->rbuf + c->rlen, room);
         if (n == 0) {
             conn_close(c, "closed by the client");
             break;
@@ -640,6 +642,8 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         }
         c->rlen += (size_t)n;
         conn_process(c);
+        if ((size_t)n == room && c->rcap < CONN_RBUF_BUSY && c->state != CONN_CLOSED)
+            (void)rbuf_reserve(c, CONN_RBUF_BUSY - c->rlen); /* busy: fewer, larger reads */
         if ((size_t)n < c->rcap - (c->rlen - (size_t)n) && c->rlen == 0)
             break;
     }

@@ -6,11 +6,13 @@
  * puts them together.
  *
  * Ledger ids. The key /ledgers/counter holds, in decimal ASCII, the first id no
- * client has reserved (1 when absent). A client reserves LEDGER_ID_BLOCK ids at
- * once by compare-and-set of counter -> counter + LEDGER_ID_BLOCK and hands them
- * out from memory. The counter only grows, so an id is never handed out twice,
- * across clients and restarts; ids reserved by a client that stops are skipped.
- * Creates that arrive while a block is being reserved wait in a FIFO (bounded by
+ * client has reserved (1 when absent). A client reserves a block of ids at once
+ * by compare-and-set of counter -> counter + block and hands them out from
+ * memory; the block is LEDGER_ID_BLOCK, or twice the creates waiting when more
+ * wait (lc_id_block_size), so a burst of creates needs one or two updates. The
+ * counter only grows, so an id is never handed out twice, across clients and
+ * restarts; ids reserved by a client that stops are skipped. Creates that
+ * arrive while a block is being reserved wait in a FIFO (bounded by
  * LEDGER_CREATES_WAITING_MAX: QE_BUSY beyond).
  */
 #include <assert.h>
@@ -207,6 +209,7 @@ typedef struct id_alloc {
     int retries;
     int rc;        /* a failure reported from the loop */
     int64_t first; /* the counter value read */
+    int64_t block; /* ids this update reserves */
 } id_alloc_t;
 
 static void id_alloc_destroy(lobj_t *o)
@@ -254,7 +257,7 @@ static void id_alloc_put_done(int rc, const md_stat_t *stat, void *arg)
     }
     if (rc == 0) {
         a->lc->id_next = a->first;
-        a->lc->id_limit = a->first + LEDGER_ID_BLOCK;
+        a->lc->id_limit = a->first + a->block;
     }
     id_alloc_finish(a, rc == QE_BAD_VERSION || rc == QE_EXISTS ? QE_BUSY : rc);
 }
@@ -291,8 +294,9 @@ static void id_alloc_get_done(int rc, const void *value, size_t len, const md_st
         id_alloc_finish(a, rc);
         return;
     }
+    a->block = lc_id_block_size(a->lc->id_waiters);
     char text[32];
-    int n = snprintf(text, sizeof text, "%" PRId64, a->first + LEDGER_ID_BLOCK);
+    int n = snprintf(text, sizeof text, "%" PRId64, a->first + a->block);
     lobj_hold(&a->obj);
     rc = md_put(a->lc->md, LEDGER_COUNTER_PATH, text, (size_t)n, version, NULL, id_alloc_put_done,
                 a);
@@ -300,6 +304,19 @@ static void id_alloc_get_done(int rc, const void *value, size_t len, const md_st
         lobj_back(&a->obj);
         id_alloc_finish(a, rc);
     }
+}
+
+/* Ids one counter update reserves: twice the creates waiting when it reads the
+ * counter (those arriving during its put are served too), at least
+ * LEDGER_ID_BLOCK. 1,000 creates at once cost one update (two metadata round
+ * trips) instead of ten in sequence. Ids unused at a restart are skipped,
+ * never reused (the counter only grows). */
+int64_t lc_id_block_size(uint32_t waiters)
+{
+    int64_t n = 2 * (int64_t)waiters;
+    return n < LEDGER_ID_BLOCK       ? LEDGER_ID_BLOCK
+           : n > LEDGER_ID_BLOCK_MAX ? LEDGER_ID_BLOCK_MAX
+                                     : n;
 }
 
 static void id_alloc_failed_posted(void *arg)
@@ -327,7 +344,15 @@ static void id_alloc_serve_posted(void *arg)
     ledger_t *l = arg;
     if (!lobj_back(&l->obj))
         return;
-    id_waiters_serve(l->lc, 0);
+    ledger_client_t *lc = l->lc;
+    id_waiters_serve(lc, 0);
+    /* A burst that outlasts the block: the rest wait for the next one (without
+     * this they waited for some later create to ask for it). */
+    if (lc->id_waiters_head) {
+        int rc = lc_id_request(lc, NULL);
+        if (rc < 0)
+            id_waiters_serve(lc, rc);
+    }
 }
 
 int lc_id_request(ledger_client_t *lc, ledger_t *l)
@@ -511,6 +536,8 @@ static int ledger_md_init(ledger_t *l, const ledger_quorum_t *q, bk_client_t **e
     if (!l->md.segments)
         return -ENOMEM;
     l->md.nsegments = 1;
+    if (ledger_segment_alloc(&l->md.segments[0], q->ensemble) < 0)
+        return -ENOMEM; /* ledger_md_free releases the segment */
     for (int i = 0; i < q->ensemble; i++) {
         l->ens[i] = ens[i];
         snprintf(l->md.segments[0].bookies[i], LEDGER_BOOKIE_ID_MAX, "%s", ens[i]->id);

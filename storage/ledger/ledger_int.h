@@ -37,8 +37,9 @@
 #define LEDGER_SEGMENTS_MAX 1024        /* segments accepted when decoding metadata */
 #define LEDGER_READ_ENTRIES_MAX 10000   /* entries per ledger_read call */
 #define LEDGER_READ_PARALLEL 64         /* entry reads outstanding per ledger_read call */
-#define LEDGER_ID_BLOCK 100             /* ids reserved per counter compare-and-set */
-#define LEDGER_CREATES_WAITING_MAX 1024 /* creates waiting for an id block */
+#define LEDGER_ID_BLOCK 100             /* ids reserved per counter compare-and-set (least) */
+#define LEDGER_ID_BLOCK_MAX 65536       /* ... and most: twice the creates waiting, bounded */
+#define LEDGER_CREATES_WAITING_MAX 16384 /* creates waiting for an id block */
 #define LEDGER_MD_RETRIES_MAX 16        /* compare-and-set retries before giving up */
 #define LEDGER_BOOKIE_ID_MAX 64         /* == sizeof(bk_client_t.id) */
 #define LEDGER_BUSY_RETRY_S 0.01        /* delay before re-sending an add refused QE_BUSY */
@@ -71,7 +72,9 @@ enum { LEDGER_STATE_OPEN = 0, LEDGER_STATE_IN_RECOVERY = 1, LEDGER_STATE_CLOSED 
 typedef struct ledger_segment {
     int64_t first_entry_id;
     uint64_t length_before; /* bytes of entries 0 .. first_entry_id-1 */
-    char bookies[LEDGER_ENSEMBLE_MAX][LEDGER_BOOKIE_ID_MAX];
+    /* owned: one id per ensemble position (q.ensemble rows, not
+     * LEDGER_ENSEMBLE_MAX: a writer of every topic holds one) */
+    char (*bookies)[LEDGER_BOOKIE_ID_MAX];
 } ledger_segment_t;
 
 typedef struct ledger_md {
@@ -92,6 +95,8 @@ int ledger_md_encode(const ledger_md_t *md, char **out, size_t *len);
  * anything malformed or out of bounds. */
 int ledger_md_decode(const void *value, size_t len, ledger_md_t *out);
 int ledger_md_copy(const ledger_md_t *src, ledger_md_t *dst);
+/* Allocates s->bookies for `ensemble` ids (zeroed); 0 or -ENOMEM. */
+int ledger_segment_alloc(ledger_segment_t *s, int ensemble);
 void ledger_md_free(ledger_md_t *md);
 /* Index of the segment holding entry_id. */
 size_t ledger_md_segment_of(const ledger_md_t *md, int64_t entry_id);
@@ -121,6 +126,8 @@ struct ledger_client {
     uint32_t id_waiters;
 };
 
+/* Ids reserved by one counter update when `waiters` creates wait (pure). */
+int64_t lc_id_block_size(uint32_t waiters);
 /* Runs fn(o) on the loop soon, holding o (fn must start with lobj_back(o)). */
 void lc_post(ledger_client_t *lc, lobj_t *o, void (*fn)(void *));
 bk_client_t *lc_bookie_by_id(ledger_client_t *lc, const char *id);

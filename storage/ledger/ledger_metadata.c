@@ -67,8 +67,17 @@ size_t ledger_md_segment_of(const ledger_md_t *md, int64_t entry_id)
     return i;
 }
 
+int ledger_segment_alloc(ledger_segment_t *s, int ensemble)
+{
+    assert(ensemble >= 1 && ensemble <= LEDGER_ENSEMBLE_MAX);
+    s->bookies = calloc((size_t)ensemble, sizeof *s->bookies);
+    return s->bookies ? 0 : -ENOMEM;
+}
+
 void ledger_md_free(ledger_md_t *md)
 {
+    for (size_t i = 0; md->segments && i < md->nsegments; i++)
+        free(md->segments[i].bookies);
     free(md->segments);
     md->segments = NULL;
     md->nsegments = 0;
@@ -77,10 +86,19 @@ void ledger_md_free(ledger_md_t *md)
 int ledger_md_copy(const ledger_md_t *src, ledger_md_t *dst)
 {
     *dst = *src;
-    dst->segments = malloc(src->nsegments * sizeof *src->segments);
+    dst->segments = calloc(src->nsegments, sizeof *src->segments);
     if (!dst->segments)
         return -ENOMEM;
-    memcpy(dst->segments, src->segments, src->nsegments * sizeof *src->segments);
+    for (size_t i = 0; i < src->nsegments; i++) {
+        ledger_segment_t *d = &dst->segments[i];
+        d->first_entry_id = src->segments[i].first_entry_id;
+        d->length_before = src->segments[i].length_before;
+        if (ledger_segment_alloc(d, src->q.ensemble) < 0) {
+            ledger_md_free(dst);
+            return -ENOMEM;
+        }
+        memcpy(d->bookies, src->segments[i].bookies, (size_t)src->q.ensemble * sizeof *d->bookies);
+    }
     return 0;
 }
 
@@ -135,9 +153,10 @@ static int segment_from_json(json_t *js, int ensemble, ledger_segment_t *s)
         return QE_CORRUPT;
     if (first < 0 || before < 0 || !json_is_array(ids) || json_array_size(ids) != (size_t)ensemble)
         return QE_CORRUPT;
-    memset(s, 0, sizeof *s);
     s->first_entry_id = first;
     s->length_before = (uint64_t)before;
+    if (ledger_segment_alloc(s, ensemble) < 0)
+        return -ENOMEM;
     for (int i = 0; i < ensemble; i++) {
         const char *id = json_string_value(json_array_get(ids, (size_t)i));
         if (!id || !id[0] || strlen(id) >= LEDGER_BOOKIE_ID_MAX)

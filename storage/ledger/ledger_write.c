@@ -475,8 +475,11 @@ static int change_md_build(ledger_t *l)
         if (!segs)
             return -ENOMEM;
         m->segments = segs;
-        last = &segs[m->nsegments++];
+        last = &segs[m->nsegments];
         memset(last, 0, sizeof *last);
+        if (ledger_segment_alloc(last, m->q.ensemble) < 0)
+            return -ENOMEM;
+        m->nsegments++;
         last->first_entry_id = l->lac + 1;
         last->length_before = l->length;
     }

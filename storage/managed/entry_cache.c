@@ -3,18 +3,23 @@
  * tailing readers are served from memory and never reach a bookie.
  *
  * Keyed by (owner managed ledger, ledger id, entry id); a chained hash table
- * for lookups plus one insertion-ordered list for eviction (oldest first).
+ * for lookups plus one insertion-ordered list for eviction (oldest first), and
+ * a list per owner (found in a map by owner) so that dropping one managed
+ * ledger's entries costs its own entries, not the whole cache: with 100,000
+ * topics each holding an entry, closing them all walked 10^10 nodes.
  * Every entry is charged its payload plus ML_CACHE_OVERHEAD bytes against
  * bytes_max, so the number of entries is bounded too. The cache holds one
  * reference on each qbuf_t; readers borrow it and qbuf_ref what they keep.
  *
  * Invariants: bytes <= bytes_max after every put; every node is in exactly one
- * bucket chain and in the FIFO list; count == nodes in the list.
+ * bucket chain, in the FIFO list and in its owner's list; count == nodes in the
+ * list; an owner is in the owners map iff its list is not empty.
  */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hashmap.h"
 #include "storage/managed/managed_int.h"
 
 #define ML_CACHE_OVERHEAD 64u
@@ -23,6 +28,7 @@
 typedef struct cache_node {
     struct cache_node *hnext;       /* bucket chain */
     struct cache_node *prev, *next; /* FIFO, oldest at head */
+    struct cache_node *oprev, *onext; /* the owner's list */
     const void *owner;
     ml_pos_t pos;
     qbuf_t *data;
@@ -33,6 +39,7 @@ struct ml_cache {
     cache_node_t **buckets;
     size_t nbuckets; /* power of two */
     cache_node_t *head, *tail;
+    qmap64_t *owners; /* owner -> first node of its list */
     ml_cache_stats_t st;
 };
 
@@ -57,7 +64,10 @@ ml_cache_t *ml_cache_new(uint64_t bytes_max)
     c->bytes_max = bytes_max;
     c->nbuckets = ML_CACHE_BUCKETS_MIN;
     c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
-    if (!c->buckets) {
+    c->owners = qmap64_new();
+    if (!c->buckets || !c->owners) {
+        free(c->buckets);
+        qmap64_free(c->owners);
         free(c);
         return NULL;
     }
@@ -83,6 +93,14 @@ static void node_unlink(ml_cache_t *c, cache_node_t *n)
         n->next->prev = n->prev;
     else
         c->tail = n->prev;
+    if (n->onext)
+        n->onext->oprev = n->oprev;
+    if (n->oprev)
+        n->oprev->onext = n->onext;
+    else if (n->onext)
+        qmap64_put(c->owners, (uint64_t)(uintptr_t)n->owner, n->onext); /* replaces: no alloc */
+    else
+        qmap64_remove(c->owners, (uint64_t)(uintptr_t)n->owner);
     c->st.bytes -= node_cost(n->data);
     c->st.entries--;
     qbuf_unref(n->data);
@@ -95,7 +113,8 @@ void ml_cache_free(ml_cache_t *c)
         return;
     while (c->head)
         node_unlink(c, c->head);
-    assert(c->st.bytes == 0 && c->st.entries == 0);
+    assert(c->st.bytes == 0 && c->st.entries == 0 && qmap64_size(c->owners) == 0);
+    qmap64_free(c->owners);
     free(c->buckets);
     free(c);
 }
@@ -139,7 +158,15 @@ void ml_cache_put(ml_cache_t *c, const void *owner, ml_pos_t pos, qbuf_t *data)
     cache_node_t *n = malloc(sizeof *n);
     if (!n)
         return; /* a cache may always decline */
-    *n = (cache_node_t){.owner = owner, .pos = pos, .data = qbuf_ref(data), .prev = c->tail};
+    cache_node_t *first = qmap64_get(c->owners, (uint64_t)(uintptr_t)owner);
+    if (qmap64_put(c->owners, (uint64_t)(uintptr_t)owner, n) < 0) {
+        free(n);
+        return;
+    }
+    *n = (cache_node_t){
+        .owner = owner, .pos = pos, .data = qbuf_ref(data), .prev = c->tail, .onext = first};
+    if (first)
+        first->oprev = n;
     cache_node_t **b = bucket_of(c, owner, pos);
     n->hnext = *b;
     *b = n;
@@ -157,10 +184,10 @@ void ml_cache_put(ml_cache_t *c, const void *owner, ml_pos_t pos, qbuf_t *data)
 
 void ml_cache_drop(ml_cache_t *c, const void *owner, int64_t ledger_id)
 {
-    cache_node_t *n = c->head;
+    cache_node_t *n = qmap64_get(c->owners, (uint64_t)(uintptr_t)owner);
     while (n) {
-        cache_node_t *next = n->next;
-        if (n->owner == owner && (ledger_id < 0 || n->pos.ledger_id == ledger_id))
+        cache_node_t *next = n->onext;
+        if (ledger_id < 0 || n->pos.ledger_id == ledger_id)
             node_unlink(c, n);
         n = next;
     }

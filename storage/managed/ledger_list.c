@@ -37,7 +37,7 @@ int ml_list_append(ml_ledger_list_t *l, int64_t id)
         return QE_TOO_LARGE;
     }
     if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
+        size_t cap = l->cap ? l->cap * 2 : 2; /* most logs hold a ledger or two */
         ml_ledger_info_t *v = realloc(l->v, cap * sizeof *v);
         if (!v)
             return -ENOMEM;

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "common/exec.h"
+#include "common/hashmap.h"
 #include "storage/managed/cursor.h"
 #include "storage/managed/managed_ledger.h"
 
@@ -228,11 +229,14 @@ struct ml_factory {
     qloop_mailbox_t *mb;   /* owned: defers callbacks */
     ml_cache_t *cache;     /* owned */
     managed_ledger_t *mls; /* open (or opening/closing) managed ledgers */
+    qmap_t *by_name;       /* owned: name -> the same managed ledgers */
+    ev_timer trim_timer;   /* one for all: every ML_TRIM_INTERVAL_S (ml_trim.c) */
+    size_t trim_ticking;   /* managed ledgers it serves; it runs while > 0 */
 };
 
 struct managed_ledger {
     ml_factory_t *f;
-    managed_ledger_t *next; /* in f->mls */
+    managed_ledger_t *prev, *next; /* in f->mls */
     char *name, *path;      /* owned */
     ml_config_t cfg;
     ml_state_t state;
@@ -263,7 +267,8 @@ struct managed_ledger {
     ml_waiter_t *md_waiting, *md_next;
 
     /* reads */
-    ml_read_handle_t handles[ML_READ_HANDLES_MAX];
+    ml_read_handle_t *handles; /* ML_READ_HANDLES_MAX, allocated by the first read of a
+                                  closed ledger (most logs are only tailed) */
     size_t reads_inflight;
     ml_read_stats_t rstats;
 
@@ -274,8 +279,8 @@ struct managed_ledger {
 
     /* trimming */
     bool trimming, trim_again, trim_posted;
+    bool trim_ticking; /* served by the factory's periodic check */
     ml_waiter_t *trim_waiters, *trim_active;
-    ev_timer trim_timer;
     int64_t *trim_ids; /* ledgers being deleted */
     size_t trim_nids, trim_next;
 
@@ -329,7 +334,11 @@ char *ml_md_encode(const ml_ledger_list_t *l, const json_t *properties, size_t *
 int ml_md_decode(const void *buf, size_t len, ml_ledger_list_t *l, json_t **properties);
 /* Asks for a trim soon (coalesced; deferred). */
 void ml_trim_schedule(managed_ledger_t *ml);
+/* The periodic retention check: one factory timer (ml_trim.c) serves every
+ * managed ledger between start (open) and stop (close). */
+void ml_trim_timer_init(ml_factory_t *f);
 void ml_trim_start_timer(managed_ledger_t *ml);
+void ml_trim_stop_timer(managed_ledger_t *ml);
 /* Read handles. */
 void ml_handles_release_ledger(managed_ledger_t *ml, int64_t ledger_id);
 void ml_handles_release_idle(managed_ledger_t *ml, double idle_s);

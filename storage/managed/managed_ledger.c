@@ -84,7 +84,9 @@ int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
     f->lc = lc;
     f->mb = qloop_mailbox_new(loop);
     f->cache = ml_cache_new(cache_bytes_max);
-    if (!f->mb || !f->cache) {
+    f->by_name = qmap_new();
+    ml_trim_timer_init(f);
+    if (!f->mb || !f->cache || !f->by_name) {
         ml_factory_free(f);
         return -ENOMEM;
     }
@@ -105,8 +107,9 @@ void ml_factory_free(ml_factory_t *f)
         qloop_mailbox_free(f->mb); /* runs what is still posted */
     if (f->mls)
         log_error("managed", "factory freed with managed ledger %s still open", f->mls->name);
-    assert(!f->mls);
+    assert(!f->mls && f->trim_ticking == 0);
     ml_cache_free(f->cache);
+    qmap_free(f->by_name);
     free(f);
 }
 
@@ -115,20 +118,24 @@ const ml_cache_t *ml_factory_cache(const ml_factory_t *f)
     return f->cache;
 }
 
+/* By name in O(1): with 100,000 topics a walk of f->mls per open was the
+ * largest cost of creating topics. */
 static managed_ledger_t *factory_find(ml_factory_t *f, const char *name)
 {
-    for (managed_ledger_t *ml = f->mls; ml; ml = ml->next)
-        if (strcmp(ml->name, name) == 0)
-            return ml;
-    return NULL;
+    return qmap_get(f->by_name, name);
 }
 
 static void factory_unlink(ml_factory_t *f, managed_ledger_t *ml)
 {
-    managed_ledger_t **pp = &f->mls;
-    while (*pp != ml)
-        pp = &(*pp)->next;
-    *pp = ml->next;
+    managed_ledger_t *removed = qmap_remove(f->by_name, ml->name);
+    assert(removed == ml);
+    (void)removed;
+    if (ml->prev)
+        ml->prev->next = ml->next;
+    else
+        f->mls = ml->next;
+    if (ml->next)
+        ml->next->prev = ml->prev;
 }
 
 /* ---------------------------------------------------------- helpers -- */
@@ -335,7 +342,7 @@ static managed_ledger_t *ml_new(ml_factory_t *f, const char *name, const ml_conf
     ml->path = ml_path_of(name);
     ml->ledgers.current_id = -1;
     ml->md_version = MD_VERSION_NEW;
-    if (!ml->name || !ml->path) {
+    if (!ml->name || !ml->path || qmap_put(f->by_name, ml->name, ml) < 0) {
         free(ml->name);
         free(ml->path);
         free(ml);
@@ -343,8 +350,9 @@ static managed_ledger_t *ml_new(ml_factory_t *f, const char *name, const ml_conf
     }
     ev_timer_init(&ml->rollover_timer, rollover_timer_cb, 0., 0.);
     ml->rollover_timer.data = ml;
-    ev_init(&ml->trim_timer, NULL); /* set up by ml_trim_start_timer */
     ml->next = f->mls;
+    if (f->mls)
+        f->mls->prev = ml;
     f->mls = ml;
     return ml;
 }
@@ -764,8 +772,9 @@ static void ml_free(managed_ledger_t *ml)
     ml_factory_t *f = ml->f;
     assert(ml->holds == 0 && ml->ninflight == 0 && ml->nqueued == 0 && !ml->md_writing);
     ev_timer_stop(f->loop, &ml->rollover_timer);
-    ev_timer_stop(f->loop, &ml->trim_timer);
+    ml_trim_stop_timer(ml);
     ml_handles_release_idle(ml, -1.0);
+    free(ml->handles);
     ml_cache_drop(f->cache, ml, -1);
     ml_cursors_free_all(ml);
     ml_list_free(&ml->ledgers);
@@ -827,7 +836,7 @@ int ml_close(managed_ledger_t *ml, ml_done_cb cb, void *arg)
     ml->closing = true;
     ml->close_stage = CLOSE_DRAIN;
     ev_timer_stop(ml->f->loop, &ml->rollover_timer);
-    ev_timer_stop(ml->f->loop, &ml->trim_timer);
+    ml_trim_stop_timer(ml);
     ml_close_step(ml);
     return 0;
 }

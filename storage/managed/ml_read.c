@@ -108,7 +108,7 @@ static void handle_unref(managed_ledger_t *ml, ml_read_handle_t *h)
 
 void ml_handles_release_ledger(managed_ledger_t *ml, int64_t ledger_id)
 {
-    for (size_t i = 0; i < ML_READ_HANDLES_MAX; i++) {
+    for (size_t i = 0; ml->handles && i < ML_READ_HANDLES_MAX; i++) {
         ml_read_handle_t *h = &ml->handles[i];
         if (h->state == ML_HANDLE_EMPTY || h->ledger_id != ledger_id)
             continue;
@@ -122,7 +122,7 @@ void ml_handles_release_ledger(managed_ledger_t *ml, int64_t ledger_id)
 void ml_handles_release_idle(managed_ledger_t *ml, double idle_s)
 {
     double now = ev_now(ml->f->loop);
-    for (size_t i = 0; i < ML_READ_HANDLES_MAX; i++) {
+    for (size_t i = 0; ml->handles && i < ML_READ_HANDLES_MAX; i++) {
         ml_read_handle_t *h = &ml->handles[i];
         if (h->state == ML_HANDLE_READY && h->refs == 0 && now - h->last_used >= idle_s)
             handle_reset(h);
@@ -167,7 +167,9 @@ static ml_read_handle_t *handle_acquire(managed_ledger_t *ml, int64_t ledger_id,
 {
     double now = ev_now(ml->f->loop);
     ml_read_handle_t *h = NULL, *victim = NULL;
-    for (size_t i = 0; i < ML_READ_HANDLES_MAX; i++) {
+    if (!ml->handles) /* out of memory: a temporary handle below */
+        ml->handles = calloc(ML_READ_HANDLES_MAX, sizeof *ml->handles);
+    for (size_t i = 0; ml->handles && i < ML_READ_HANDLES_MAX; i++) {
         ml_read_handle_t *s = &ml->handles[i];
         if (s->state != ML_HANDLE_EMPTY && s->ledger_id == ledger_id && !s->doomed) {
             s->refs++;

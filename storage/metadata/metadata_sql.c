@@ -574,7 +574,7 @@ static bool op_writes(const md_op_t *op)
 void md_db_exec(md_db_t *d, md_op_t *op)
 {
     bool writes = op_writes(op);
-    int rc = writes ? db_exec(d, "SAVEPOINT md_op") : 0;
+    int rc = writes ? stmt_run(d, d->savepoint, "SAVEPOINT md_op") : 0;
     if (rc) {
         op->rc = rc;
         return;
@@ -602,9 +602,9 @@ void md_db_exec(md_db_t *d, md_op_t *op)
     if (rc) {
         md_op_free_results(op);
         if (writes)
-            db_exec(d, "ROLLBACK TO md_op");
+            stmt_run(d, d->rollback_to, "ROLLBACK TO md_op");
     }
-    if (writes && db_exec(d, "RELEASE md_op") != 0 && rc == 0)
+    if (writes && stmt_run(d, d->release, "RELEASE md_op") != 0 && rc == 0)
         rc = -EIO;
     op->rc = rc;
 }
@@ -626,12 +626,12 @@ void md_op_free_results(md_op_t *op)
 
 int md_db_begin(md_db_t *d)
 {
-    return db_exec(d, "BEGIN IMMEDIATE");
+    return stmt_run(d, d->begin, "BEGIN IMMEDIATE");
 }
 
 int md_db_commit(md_db_t *d)
 {
-    return db_exec(d, "COMMIT");
+    return stmt_run(d, d->commit, "COMMIT");
 }
 
 bool md_db_in_txn(md_db_t *d)
@@ -671,6 +671,11 @@ static const struct {
     {offsetof(md_db_t, del_subtree), "DELETE FROM keys WHERE path >= ?1 AND path < ?2"},
     {offsetof(md_db_t, ephemeral_of), "SELECT path FROM keys WHERE ephemeral_owner = ?1 LIMIT 1"},
     {offsetof(md_db_t, ephemeral_any), "SELECT path FROM keys WHERE ephemeral_owner != 0 LIMIT 1"},
+    {offsetof(md_db_t, savepoint), "SAVEPOINT md_op"},
+    {offsetof(md_db_t, release), "RELEASE md_op"},
+    {offsetof(md_db_t, rollback_to), "ROLLBACK TO md_op"},
+    {offsetof(md_db_t, begin), "BEGIN IMMEDIATE"},
+    {offsetof(md_db_t, commit), "COMMIT"},
 };
 
 #define MD_N_STATEMENTS (sizeof md_statements / sizeof md_statements[0])

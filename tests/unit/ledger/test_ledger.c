@@ -939,6 +939,57 @@ static void test_ids_never_reused(void)
     env_teardown(&t);
 }
 
+/* The counter's version after a burst: one compare-and-set per id block. */
+typedef struct counter_reader {
+    volatile bool done;
+    int rc;
+    int64_t version;
+} counter_reader_t;
+
+static void counter_read_cb(int rc, const void *value, size_t len, const md_stat_t *stat, void *arg)
+{
+    (void)value;
+    (void)len;
+    counter_reader_t *r = arg;
+    r->rc = rc;
+    r->version = rc == 0 ? stat->version : -1;
+    r->done = true;
+}
+
+#define BURST_CREATES 3000
+
+/* A burst of creates shares one or two id blocks (lc_id_block_size): the
+ * counter is updated a few times, not once per LEDGER_ID_BLOCK creates. The
+ * burst starts inside a block (ids left for its first 99 creates only): the
+ * rest get the next block without waiting for a later create. */
+static void test_id_block_follows_burst(void)
+{
+    CU_ASSERT_EQUAL(lc_id_block_size(0), LEDGER_ID_BLOCK);
+    CU_ASSERT_EQUAL(lc_id_block_size(10), LEDGER_ID_BLOCK);
+    CU_ASSERT_EQUAL(lc_id_block_size(3000), 6000);
+    CU_ASSERT_EQUAL(lc_id_block_size(UINT32_MAX), LEDGER_ID_BLOCK_MAX);
+    env_t t;
+    env_setup(&t, 1, 5000);
+    ledger_release(create_ledger(&t, t.lc, 1, 1, 1)); /* counter version 0 */
+    static waiter_t w[BURST_CREATES];
+    memset(w, 0, sizeof w);
+    ledger_quorum_t q = {1, 1, 1};
+    for (int i = 0; i < BURST_CREATES; i++)
+        TEST_REQUIRE(ledger_create(t.lc, &q, open_cb, &w[i]) == 0);
+    for (int i = 0; i < BURST_CREATES; i++)
+        TEST_REQUIRE(test_run_until(t.loop, &w[i].done, WAIT_S) && w[i].rc == 0);
+    /* Distinct ids, handed out in call order. */
+    for (int i = 1; i < BURST_CREATES; i++)
+        CU_ASSERT_TRUE(ledger_id(w[i].l) > ledger_id(w[i - 1].l));
+    counter_reader_t r = {0};
+    TEST_REQUIRE(md_get(t.md, LEDGER_COUNTER_PATH, counter_read_cb, &r) == 0);
+    TEST_REQUIRE(test_run_until(t.loop, &r.done, WAIT_S) && r.rc == 0);
+    CU_ASSERT_TRUE(r.version >= 1 && r.version <= 2); /* blocks of 100: version 30 */
+    for (int i = 0; i < BURST_CREATES; i++)
+        ledger_release(w[i].l);
+    env_teardown(&t);
+}
+
 static void test_metadata_encoding(void)
 {
     ledger_md_t md = {.q = {3, 2, 2},
@@ -946,8 +997,9 @@ static void test_metadata_encoding(void)
                       .last_entry_id = 41,
                       .length = 1234,
                       .ctime_ms = 1700000000000};
-    ledger_segment_t segs[2] = {{.first_entry_id = 0, .length_before = 0},
-                                {.first_entry_id = 17, .length_before = 500}};
+    char rows[2][3][LEDGER_BOOKIE_ID_MAX];
+    ledger_segment_t segs[2] = {{.first_entry_id = 0, .length_before = 0, .bookies = rows[0]},
+                                {.first_entry_id = 17, .length_before = 500, .bookies = rows[1]}};
     const char *ids[2][3] = {{"a:1", "b:2", "c:3"}, {"a:1", "d:4", "c:3"}};
     for (int s = 0; s < 2; s++)
         for (int i = 0; i < 3; i++)
@@ -1266,6 +1318,7 @@ static void register_suites(void)
     CU_add_test(s, "read bounds and failover", test_read_bounds_and_failover);
     CU_add_test(s, "delete", test_delete);
     CU_add_test(s, "ids never reused", test_ids_never_reused);
+    CU_add_test(s, "id block follows a burst of creates", test_id_block_follows_burst);
     CU_add_test(s, "bookie busy retried", test_bookie_busy_retried);
     CU_add_test(s, "two bookies fail", test_two_bookies_fail);
     CU_add_test(s, "ensemble change after recovery", test_ensemble_change_after_recovery);

@@ -291,6 +291,50 @@ static void test_entry_cache_bounded_fifo(void)
     ml_cache_free(c);
 }
 
+/* Entries of several owners interleaved: a drop takes exactly the owner's
+ * entries (of one ledger, or all), through its own list; eviction keeps the
+ * owners' lists right (the survivors are still dropped by owner). */
+static void test_entry_cache_drop_by_owner(void)
+{
+    int owner_a, owner_b, owner_c;
+    ml_cache_t *c = ml_cache_new(12 * (100 + 64));
+    TEST_REQUIRE(c != NULL);
+    char payload[100];
+    memset(payload, 'x', sizeof payload);
+    qbuf_t *b = qbuf_copy(payload, sizeof payload);
+    TEST_REQUIRE(b != NULL);
+    for (int i = 0; i < 4; i++) { /* a: (1,i) (2,i); b: (1,i); c: (1,i), 16 puts */
+        ml_cache_put(c, &owner_a, P(1, i), b);
+        ml_cache_put(c, &owner_b, P(1, i), b);
+        ml_cache_put(c, &owner_a, P(2, i), b);
+        ml_cache_put(c, &owner_c, P(1, i), b);
+    }
+    ml_cache_stats_t s;
+    ml_cache_get_stats(c, &s);
+    CU_ASSERT_EQUAL(s.entries, 12); /* the 4 oldest evicted: a(1,0) b(1,0) a(2,0) c(1,0) */
+    CU_ASSERT_PTR_NULL(ml_cache_get(c, &owner_a, P(1, 0)));
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_a, P(1, 1)));
+    ml_cache_drop(c, &owner_a, 1); /* a's ledger 1: 3 entries */
+    ml_cache_get_stats(c, &s);
+    CU_ASSERT_EQUAL(s.entries, 9);
+    CU_ASSERT_PTR_NULL(ml_cache_get(c, &owner_a, P(1, 2)));
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_a, P(2, 2)));
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_b, P(1, 2)));
+    ml_cache_drop(c, &owner_b, -1); /* all of b: 3 entries */
+    ml_cache_get_stats(c, &s);
+    CU_ASSERT_EQUAL(s.entries, 6);
+    CU_ASSERT_PTR_NULL(ml_cache_get(c, &owner_b, P(1, 3)));
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_c, P(1, 3)));
+    ml_cache_drop(c, &owner_b, -1); /* nothing left of b: no-op */
+    ml_cache_drop(c, &owner_a, -1);
+    ml_cache_drop(c, &owner_c, -1);
+    ml_cache_get_stats(c, &s);
+    CU_ASSERT_EQUAL(s.entries, 0);
+    CU_ASSERT_EQUAL(s.bytes, 0);
+    qbuf_unref(b);
+    ml_cache_free(c); /* asserts the owners map is empty */
+}
+
 static void test_escape_name(void)
 {
     char *e = ml_escape_name("public/default/persistent/t%1");
@@ -309,5 +353,6 @@ void register_ack_state_suite(void)
     CU_add_test(s, "encode round trip and corruption", test_ack_encode_round_trip);
     CU_add_test(s, "ranges bounded", test_ack_ranges_bounded);
     CU_add_test(s, "entry cache bounded, oldest evicted", test_entry_cache_bounded_fifo);
+    CU_add_test(s, "entry cache drops by owner", test_entry_cache_drop_by_owner);
     CU_add_test(s, "name escaping", test_escape_name);
 }

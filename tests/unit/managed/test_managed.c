@@ -395,6 +395,44 @@ static void test_append_read_across_rollovers(void)
     free(dir);
 }
 
+#define MANY_MLS 50
+
+/* Many managed ledgers: found by name (the factory's map), served by one
+ * factory trim timer that runs while any is open, and a tick posts a trim
+ * only to a log with a ledger it could delete (invoked directly: no waiting). */
+static void test_many_share_one_trim_timer(void)
+{
+    char *dir = test_tmpdir("ml-many");
+    tstack_t s;
+    TEST_REQUIRE(stack_open(&s, dir, 1u << 20) == 0);
+    ml_config_t cfg = small_config();
+    managed_ledger_t *mls[MANY_MLS];
+    for (int i = 0; i < MANY_MLS; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "t/many-%d", i);
+        mls[i] = open_ml(&s, name, &cfg);
+        TEST_REQUIRE(mls[i] != NULL);
+    }
+    CU_ASSERT_EQUAL(s.f->trim_ticking, MANY_MLS);
+    CU_ASSERT_TRUE(ev_is_active(&s.f->trim_timer));
+    managed_ledger_t *again = open_ml(&s, "t/many-7", &cfg);
+    CU_ASSERT_PTR_EQUAL(again, mls[7]);
+    CU_ASSERT_EQUAL(close_ml(&s, again), 0);
+    adds_t a; /* 25 entries, 10 per ledger: mls[3] holds closed ledgers */
+    CU_ASSERT_EQUAL(add_entries(&s, mls[3], "m", 0, 25, 0, &a), 25);
+    ev_invoke(s.loop, &s.f->trim_timer, EV_TIMER);
+    for (int i = 0; i < MANY_MLS; i++)
+        CU_ASSERT_EQUAL(mls[i]->trim_posted, i == 3);
+    for (int i = 0; i < MANY_MLS; i++) {
+        CU_ASSERT_EQUAL(close_ml(&s, mls[i]), 0);
+        CU_ASSERT_EQUAL(s.f->trim_ticking, (size_t)(MANY_MLS - 1 - i));
+    }
+    CU_ASSERT_FALSE(ev_is_active(&s.f->trim_timer));
+    stack_close(&s);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_reopen_after_close(void)
 {
     char *dir = test_tmpdir("ml-reopen");
@@ -984,4 +1022,5 @@ void register_managed_suite(void)
     CU_add_test(s, "concurrent open, properties", test_concurrent_open_and_properties);
     CU_add_test(s, "rollover by time", test_rollover_by_time);
     CU_add_test(s, "fenced by a second owner", test_fenced_by_second_owner);
+    CU_add_test(s, "many logs share one trim timer", test_many_share_one_trim_timer);
 }
