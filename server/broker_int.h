@@ -63,7 +63,7 @@ struct broker {
     qmap_t *ns_policies;      /* namespace -> cached policies (ns_policies.c) */
     struct schema_registry *schemas; /* schema registry cache (schema.c), made on first use */
     /* periodic checks (maintenance.h): TTL, subscription expiry, backlog quotas */
-    ev_timer expiry_timer, sub_expiry_timer, quota_timer;
+    ev_timer expiry_timer, sub_expiry_timer, quota_timer, compaction_timer;
     struct broker_security *sec; /* TLS listener, authentication, limits (security.c) */
 };
 

@@ -109,8 +109,6 @@ typedef struct compaction_state {
     int status;    /* BROKER_COMPACTION_* */
     char last_error[256];
     crun_t *run;
-    ev_timer timer; /* automatic compaction check */
-    bool timer_on;
 } compaction_state_t;
 
 struct compaction_sub {
@@ -361,8 +359,6 @@ static void cview_load(topic_t *t, cview_t *v)
 
 /* ------------------------------------------------------- state and load -- */
 
-static void auto_check(struct ev_loop *loop, ev_timer *w, int revents);
-
 static compaction_state_t *state_of(topic_t *t)
 {
     if (!t->compaction) {
@@ -392,13 +388,6 @@ void compaction_topic_load(topic_t *t)
         log_error("compaction", "%s: out of memory", t->name);
         return;
     }
-    const broker_config_t *cfg = &t->broker->cfg;
-    if (cfg->compaction_monitor_s > 0) {
-        ev_timer_init(&st->timer, auto_check, cfg->compaction_monitor_s, cfg->compaction_monitor_s);
-        st->timer.data = st;
-        ev_timer_start(t->broker->loop, &st->timer);
-        st->timer_on = true;
-    }
     const char *prop = ml_get_property(t->ml, COMPACTION_PROPERTY);
     if (!prop)
         return;
@@ -420,8 +409,6 @@ void compaction_topic_free(topic_t *t)
     if (!st)
         return;
     assert(!st->run); /* a run holds the topic busy */
-    if (st->timer_on)
-        ev_timer_stop(t->broker->loop, &st->timer);
     cview_unref(st->view);
     free(st);
     t->compaction = NULL;
@@ -909,13 +896,10 @@ static int run_start(topic_t *t)
 
 /* ------------------------------------------------- automatic compaction -- */
 
-static void auto_check(struct ev_loop *loop, ev_timer *w, int revents)
+static void auto_check(topic_t *t)
 {
-    (void)loop;
-    (void)revents;
-    compaction_state_t *st = w->data;
-    topic_t *t = st->topic;
-    if (st->run || !t->ml || t->state != TOPIC_READY)
+    compaction_state_t *st = t->compaction;
+    if (!st || st->run || !t->ml || t->state != TOPIC_READY)
         return;
     topic_name_t tn;
     if (topic_name_parse(t->name, &tn) < 0)
@@ -939,6 +923,17 @@ static void auto_check(struct ev_loop *loop, ev_timer *w, int revents)
     int rc = run_start(t);
     if (rc < 0 && rc != QE_BUSY)
         log_warn("compaction", "%s: automatic compaction not started: %s", t->name, q_strerror(rc));
+}
+
+/* One broker-wide timer (brokerServiceCompactionMonitorIntervalInSeconds) checks
+ * every loaded topic in turn: a timer per topic woke the loop 1,700 times a
+ * second at 100,000 idle topics. */
+void compaction_check_all(broker_t *b)
+{
+    qmap_iter_t it = {0};
+    void *v;
+    while (qmap_next(b->topics, &it, NULL, &v))
+        auto_check(v);
 }
 
 int compaction_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size_t err_len)

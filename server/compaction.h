@@ -39,10 +39,12 @@
 int compaction_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size_t err_len);
 
 /* topic.c: the managed ledger is open (reads the property, loads the
- * compacted view's index, arms the automatic-compaction timer) / the topic
- * is being freed. */
+ * compacted view's index) / the topic is being freed. */
 void compaction_topic_load(topic_t *t);
 void compaction_topic_free(topic_t *t);
+/* The automatic-compaction check of every loaded topic (the broker's
+ * maintenance timer, every brokerServiceCompactionMonitorIntervalInSeconds). */
+void compaction_check_all(broker_t *b);
 
 /* consumer.c SUBSCRIBE on persistent topic t: NULL when allowed, else the
  * reason to refuse it with NotAllowedError (read_compacted on a Shared or

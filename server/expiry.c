@@ -37,6 +37,7 @@
 #include "common/log.h"
 #include "server/broker_admin.h"
 #include "server/codec/frame.h"
+#include "server/compaction.h"
 #include "server/delayed.h"
 #include "server/maintenance.h"
 #include "server/ns_policies.h"
@@ -373,6 +374,13 @@ static void quota_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     backlog_quota_check_all(w->data);
 }
 
+static void compaction_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    compaction_check_all(w->data);
+}
+
 void broker_maintenance_start(broker_t *b)
 {
     const broker_delivery_config_t *c = &b->cfg.delivery;
@@ -387,6 +395,11 @@ void broker_maintenance_start(broker_t *b)
     b->quota_timer.data = b;
     if (c->quota_check_enabled)
         ev_timer_start(b->loop, &b->quota_timer);
+    double every = b->cfg.compaction_monitor_s;
+    ev_timer_init(&b->compaction_timer, compaction_timer_cb, every, every);
+    b->compaction_timer.data = b;
+    if (every > 0)
+        ev_timer_start(b->loop, &b->compaction_timer);
 }
 
 void broker_maintenance_stop(broker_t *b)
@@ -394,4 +407,5 @@ void broker_maintenance_stop(broker_t *b)
     ev_timer_stop(b->loop, &b->expiry_timer);
     ev_timer_stop(b->loop, &b->sub_expiry_timer);
     ev_timer_stop(b->loop, &b->quota_timer);
+    ev_timer_stop(b->loop, &b->compaction_timer);
 }
