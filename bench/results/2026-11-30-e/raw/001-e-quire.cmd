@@ -1,0 +1,1 @@
+/tmp/ci2/build/tools/quire-perf both --service-url pulsar://127.0.0.1:53441 --json /tmp/cmp3/raw/001-e-quire.json --report-interval-s 5 --op-timeout-s 60 --topic-prefix e-q00 --num-topics 100 --producers-per-topic 10 --consumers-per-topic 2 --subscription-type Key_Shared --keys 1000 --size 1024 --rate 0 --max-pending 200 --receiver-queue-size 1000 --seconds 10 --warmup-seconds 3
