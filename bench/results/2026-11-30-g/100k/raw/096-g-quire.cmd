@@ -1,0 +1,1 @@
+/tmp/ci2/build/tools/quire-perf both --service-url pulsar://127.0.0.1:37477 --json /tmp/cmp5/raw/096-g-quire.json --report-interval-s 5 --op-timeout-s 60 --topic-prefix g-q0-95 --num-topics 1000 --subscription-position Earliest --rate 1000000 --messages 1000 --warmup-seconds 0 --disable-batching --size 100 --report-interval-s 60
