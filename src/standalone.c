@@ -220,13 +220,22 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
     if (rc == 0)
         rc = ledger_client_add_bookie(sa->lc, sa->bk);
     int64_t cache_mb = 0;
-    if (rc == 0 && qconfig_get_int(sa->conf, "managedLedgerCacheSizeMB", 256, 0, 1 << 20,
-                                   &cache_mb) < 0) {
+    if (rc == 0 &&
+        qconfig_get_int(sa->conf, "managedLedgerCacheSizeMB", 256, 0, 1 << 20, &cache_mb) < 0) {
         log_error("standalone", "managedLedgerCacheSizeMB: expected a whole number");
+        return QE_INVALID;
+    }
+    int64_t cache_age_ms = 0;
+    if (rc == 0 && qconfig_get_int(sa->conf, "managedLedgerCacheEvictionTimeThresholdMillis", 1000,
+                                   0, 24 * 3600 * 1000, &cache_age_ms) < 0) {
+        log_error("standalone", "managedLedgerCacheEvictionTimeThresholdMillis: expected "
+                                "0..86400000 milliseconds");
         return QE_INVALID;
     }
     if (rc == 0)
         rc = ml_factory_new(sa->loop, sa->md, sa->lc, (uint64_t)cache_mb << 20, &sa->mlf);
+    if (rc == 0)
+        ml_factory_set_cache_age(sa->mlf, (double)cache_age_ms / 1000.0);
     (void)bcfg;
     if (rc < 0)
         log_error("standalone", "storage: %s", q_strerror(rc));
@@ -254,8 +263,7 @@ int quire_standalone_main(int argc, char **argv)
     sa.loop = ev_default_loop(0);
     int rc = mkdir_p(sa.data_dir);
     if (rc < 0) {
-        fprintf(stderr, "quire: cannot create data directory %s: %s\n", sa.data_dir,
-                strerror(-rc));
+        fprintf(stderr, "quire: cannot create data directory %s: %s\n", sa.data_dir, strerror(-rc));
         return 1;
     }
     rc = sa_open_storage(&sa, &bcfg);
@@ -285,8 +293,8 @@ int quire_standalone_main(int argc, char **argv)
            "  broker service: pulsar://%s:%d\n"
            "  web service:    %s\n"
            "  data directory: %s\n",
-           (double)(clock_mono_us() - t0) / 1000.0, bcfg.advertised_address,
-           broker_port(sa.broker), services_web_url(sa.services), shown);
+           (double)(clock_mono_us() - t0) / 1000.0, bcfg.advertised_address, broker_port(sa.broker),
+           services_web_url(sa.services), shown);
     fflush(stdout);
 
     ev_run(sa.loop, 0);

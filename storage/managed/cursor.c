@@ -162,6 +162,36 @@ bool ml_cursors_slowest(const managed_ledger_t *ml, ml_pos_t *mark_delete)
     return any;
 }
 
+bool ml_cursors_any_open(const managed_ledger_t *ml)
+{
+    for (const ml_cursor_t *c = ml->cursors; c; c = c->next)
+        if (!c->deleted && c->handle_refs > 0)
+            return true;
+    return false;
+}
+
+/* Evicts the cached entries below every open cursor's read position. Stops
+ * early (nothing to evict) at the first cursor still at or before the oldest
+ * cached entry, so with tailing cursors only the last to read one walks them
+ * all; past ML_CACHE_READERS_MAX cursors it leaves eviction to age and size. */
+void ml_cache_read_past(managed_ledger_t *ml)
+{
+    ml_pos_t oldest, slowest = ML_POS_EARLIEST;
+    if (!ml_cache_oldest(ml->f->cache, ml, &oldest))
+        return;
+    size_t n = 0;
+    for (const ml_cursor_t *c = ml->cursors; c; c = c->next) {
+        if (c->deleted || c->handle_refs <= 0)
+            continue;
+        if (++n > ML_CACHE_READERS_MAX || ml_pos_cmp(c->read_pos, oldest) <= 0)
+            return;
+        if (n == 1 || ml_pos_cmp(c->read_pos, slowest) < 0)
+            slowest = c->read_pos;
+    }
+    if (n > 0)
+        ml_cache_evict_before(ml->f->cache, ml, slowest);
+}
+
 /* ------------------------------------------------------ persistence -- */
 
 static void flush_waiters_complete(ml_cursor_t *c, uint64_t upto, int rc)
@@ -599,8 +629,10 @@ static void cursor_read_done(int rc, const ml_entry_t *entries, size_t n, void *
 {
     cursor_read_op_t *op = arg;
     ml_cursor_t *c = op->c;
-    if (rc == 0 && n > 0 && c->seek_gen == op->seek_gen)
+    if (rc == 0 && n > 0 && c->seek_gen == op->seek_gen) {
         c->read_pos = ml_list_next(&c->ml->ledgers, entries[n - 1].pos);
+        ml_cache_read_past(c->ml); /* the entries are referenced in `entries` */
+    }
     ml_entry_t *kept = n ? malloc(n * sizeof *kept) : NULL;
     size_t k = 0;
     if (n && !kept)

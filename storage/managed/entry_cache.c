@@ -4,16 +4,22 @@
  *
  * Keyed by (owner managed ledger, ledger id, entry id); a chained hash table
  * for lookups plus one insertion-ordered list for eviction (oldest first), and
- * a list per owner (found in a map by owner) so that dropping one managed
- * ledger's entries costs its own entries, not the whole cache: with 100,000
- * topics each holding an entry, closing them all walked 10^10 nodes.
- * Every entry is charged its payload plus ML_CACHE_OVERHEAD bytes against
- * bytes_max, so the number of entries is bounded too. The cache holds one
- * reference on each qbuf_t; readers borrow it and qbuf_ref what they keep.
+ * a list per owner, oldest first (found in a map by owner), so that dropping or
+ * evicting one managed ledger's entries costs those entries, not the whole
+ * cache: with 100,000 topics each holding an entry, closing them all walked
+ * 10^10 nodes. Every entry is charged its payload plus ML_CACHE_OVERHEAD bytes
+ * against bytes_max, so the number of entries is bounded too. The cache holds
+ * one reference on each qbuf_t; readers borrow it and qbuf_ref what they keep.
+ *
+ * Three ways out besides drops: the size bound (oldest first, on put), age
+ * (ml_cache_evict_older: the FIFO is in insertion time order, so it pops from
+ * the head) and readers' progress (ml_cache_evict_before: an owner's entries
+ * below a position, from the oldest end of its list).
  *
  * Invariants: bytes <= bytes_max after every put; every node is in exactly one
  * bucket chain, in the FIFO list and in its owner's list; count == nodes in the
- * list; an owner is in the owners map iff its list is not empty.
+ * list; an owner is in the owners map iff its list is not empty; added_at does
+ * not decrease along the FIFO.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -25,21 +31,29 @@
 #define ML_CACHE_OVERHEAD 64u
 #define ML_CACHE_BUCKETS_MIN 1024u
 
+typedef struct owner_list owner_list_t;
+
 typedef struct cache_node {
-    struct cache_node *hnext;       /* bucket chain */
-    struct cache_node *prev, *next; /* FIFO, oldest at head */
-    struct cache_node *oprev, *onext; /* the owner's list */
+    struct cache_node *hnext;         /* bucket chain */
+    struct cache_node *prev, *next;   /* FIFO, oldest at head */
+    struct cache_node *older, *newer; /* the owner's list */
+    owner_list_t *ol;
     const void *owner;
     ml_pos_t pos;
+    double added_at;
     qbuf_t *data;
 } cache_node_t;
+
+struct owner_list {
+    cache_node_t *oldest, *newest;
+};
 
 struct ml_cache {
     uint64_t bytes_max;
     cache_node_t **buckets;
     size_t nbuckets; /* power of two */
     cache_node_t *head, *tail;
-    qmap64_t *owners; /* owner -> first node of its list */
+    qmap64_t *owners; /* owner -> its owner_list_t (owned) */
     ml_cache_stats_t st;
 };
 
@@ -93,14 +107,19 @@ static void node_unlink(ml_cache_t *c, cache_node_t *n)
         n->next->prev = n->prev;
     else
         c->tail = n->prev;
-    if (n->onext)
-        n->onext->oprev = n->oprev;
-    if (n->oprev)
-        n->oprev->onext = n->onext;
-    else if (n->onext)
-        qmap64_put(c->owners, (uint64_t)(uintptr_t)n->owner, n->onext); /* replaces: no alloc */
+    owner_list_t *ol = n->ol;
+    if (n->older)
+        n->older->newer = n->newer;
     else
+        ol->oldest = n->newer;
+    if (n->newer)
+        n->newer->older = n->older;
+    else
+        ol->newest = n->older;
+    if (!ol->oldest) {
         qmap64_remove(c->owners, (uint64_t)(uintptr_t)n->owner);
+        free(ol);
+    }
     c->st.bytes -= node_cost(n->data);
     c->st.entries--;
     qbuf_unref(n->data);
@@ -146,7 +165,21 @@ qbuf_t *ml_cache_get(ml_cache_t *c, const void *owner, ml_pos_t pos)
     return NULL;
 }
 
-void ml_cache_put(ml_cache_t *c, const void *owner, ml_pos_t pos, qbuf_t *data)
+/* The owner's list, created empty if absent; NULL when out of memory. */
+static owner_list_t *owner_list_of(ml_cache_t *c, const void *owner)
+{
+    owner_list_t *ol = qmap64_get(c->owners, (uint64_t)(uintptr_t)owner);
+    if (ol)
+        return ol;
+    ol = calloc(1, sizeof *ol);
+    if (ol && qmap64_put(c->owners, (uint64_t)(uintptr_t)owner, ol) < 0) {
+        free(ol);
+        ol = NULL;
+    }
+    return ol;
+}
+
+void ml_cache_put(ml_cache_t *c, const void *owner, ml_pos_t pos, qbuf_t *data, double now)
 {
     size_t cost = node_cost(data);
     if (cost > c->bytes_max || ml_cache_get(c, owner, pos))
@@ -155,18 +188,26 @@ void ml_cache_put(ml_cache_t *c, const void *owner, ml_pos_t pos, qbuf_t *data)
         node_unlink(c, c->head);
         c->st.evictions++;
     }
+    if (c->tail && now < c->tail->added_at)
+        now = c->tail->added_at; /* keeps the FIFO in time order */
     cache_node_t *n = malloc(sizeof *n);
-    if (!n)
-        return; /* a cache may always decline */
-    cache_node_t *first = qmap64_get(c->owners, (uint64_t)(uintptr_t)owner);
-    if (qmap64_put(c->owners, (uint64_t)(uintptr_t)owner, n) < 0) {
+    owner_list_t *ol = n ? owner_list_of(c, owner) : NULL;
+    if (!ol) {
         free(n);
-        return;
+        return; /* a cache may always decline */
     }
-    *n = (cache_node_t){
-        .owner = owner, .pos = pos, .data = qbuf_ref(data), .prev = c->tail, .onext = first};
-    if (first)
-        first->oprev = n;
+    *n = (cache_node_t){.owner = owner,
+                        .ol = ol,
+                        .pos = pos,
+                        .added_at = now,
+                        .data = qbuf_ref(data),
+                        .prev = c->tail,
+                        .older = ol->newest};
+    if (ol->newest)
+        ol->newest->newer = n;
+    else
+        ol->oldest = n;
+    ol->newest = n;
     cache_node_t **b = bucket_of(c, owner, pos);
     n->hnext = *b;
     *b = n;
@@ -184,13 +225,56 @@ void ml_cache_put(ml_cache_t *c, const void *owner, ml_pos_t pos, qbuf_t *data)
 
 void ml_cache_drop(ml_cache_t *c, const void *owner, int64_t ledger_id)
 {
-    cache_node_t *n = qmap64_get(c->owners, (uint64_t)(uintptr_t)owner);
-    while (n) {
-        cache_node_t *next = n->onext;
+    owner_list_t *ol = qmap64_get(c->owners, (uint64_t)(uintptr_t)owner);
+    cache_node_t *n = ol ? ol->oldest : NULL;
+    while (n) { /* the last unlink frees ol: only nodes are touched */
+        cache_node_t *next = n->newer;
         if (ledger_id < 0 || n->pos.ledger_id == ledger_id)
             node_unlink(c, n);
         n = next;
     }
+}
+
+size_t ml_cache_evict_before(ml_cache_t *c, const void *owner, ml_pos_t pos)
+{
+    owner_list_t *ol = qmap64_get(c->owners, (uint64_t)(uintptr_t)owner);
+    cache_node_t *n = ol ? ol->oldest : NULL;
+    size_t k = 0;
+    /* An owner adds in position order, so its list is sorted: stop at the
+     * first entry at or past pos. */
+    while (n && ml_pos_cmp(n->pos, pos) < 0) {
+        cache_node_t *next = n->newer;
+        node_unlink(c, n);
+        k++;
+        n = next;
+    }
+    c->st.evictions_read += k;
+    return k;
+}
+
+size_t ml_cache_evict_older(ml_cache_t *c, double before)
+{
+    size_t k = 0;
+    while (c->head && c->head->added_at < before) {
+        node_unlink(c, c->head);
+        k++;
+    }
+    c->st.evictions_age += k;
+    return k;
+}
+
+bool ml_cache_oldest(const ml_cache_t *c, const void *owner, ml_pos_t *out)
+{
+    const owner_list_t *ol = qmap64_get(c->owners, (uint64_t)(uintptr_t)owner);
+    if (!ol)
+        return false;
+    *out = ol->oldest->pos;
+    return true;
+}
+
+bool ml_cache_empty(const ml_cache_t *c)
+{
+    return c->head == NULL;
 }
 
 void ml_cache_get_stats(const ml_cache_t *c, ml_cache_stats_t *out)

@@ -50,6 +50,8 @@
 #define ML_ACK_SET_WORDS_MAX 128             /* 64-bit words in one batch-index bitset */
 #define ML_CURSOR_STATE_BYTES_MAX (3u << 20) /* a persisted cursor state */
 #define ML_TRIM_INTERVAL_S 60.0              /* periodic retention check */
+#define ML_CACHE_AGE_S 1.0                   /* cached entries older than this are evicted */
+#define ML_CACHE_READERS_MAX 64              /* cursors walked to evict what all have read */
 
 /* memmove that accepts NULL pointers when n == 0 (empty arrays). */
 static inline void ml_move(void *dst, const void *src, size_t n)
@@ -146,18 +148,28 @@ typedef struct ml_cache_stats {
     uint64_t entries;
     uint64_t bytes;
     uint64_t inserts;
-    uint64_t evictions;
+    uint64_t evictions;      /* by the size bound */
+    uint64_t evictions_read; /* read past by every reader (ml_cache_evict_before) */
+    uint64_t evictions_age;  /* older than the time threshold (ml_cache_evict_older) */
 } ml_cache_stats_t;
 
 /* bytes_max == 0 disables the cache. */
 ml_cache_t *ml_cache_new(uint64_t bytes_max);
 void ml_cache_free(ml_cache_t *c);
-/* Takes a reference on data; evicts the oldest entries to stay in bounds. */
-void ml_cache_put(ml_cache_t *c, const void *owner, ml_pos_t pos, qbuf_t *data);
+/* Takes a reference on data; evicts the oldest entries to stay in bounds. now
+ * (seconds, any monotonic clock) is the entry's age reference. */
+void ml_cache_put(ml_cache_t *c, const void *owner, ml_pos_t pos, qbuf_t *data, double now);
 /* Borrowed; NULL on a miss. */
 qbuf_t *ml_cache_get(ml_cache_t *c, const void *owner, ml_pos_t pos);
 /* Drops owner's entries of ledger_id (-1: every ledger of owner). */
 void ml_cache_drop(ml_cache_t *c, const void *owner, int64_t ledger_id);
+/* Evicts owner's entries before pos (every reader is past them); returns how many. */
+size_t ml_cache_evict_before(ml_cache_t *c, const void *owner, ml_pos_t pos);
+/* Evicts every entry put before time `before`; returns how many. */
+size_t ml_cache_evict_older(ml_cache_t *c, double before);
+bool ml_cache_empty(const ml_cache_t *c);
+/* The position of owner's oldest cached entry; false if it has none. */
+bool ml_cache_oldest(const ml_cache_t *c, const void *owner, ml_pos_t *out);
 void ml_cache_get_stats(const ml_cache_t *c, ml_cache_stats_t *out);
 
 /* ------------------------------------------------------------ names -- */
@@ -231,13 +243,15 @@ struct ml_factory {
     managed_ledger_t *mls; /* open (or opening/closing) managed ledgers */
     qmap_t *by_name;       /* owned: name -> the same managed ledgers */
     ev_timer trim_timer;   /* one for all: every ML_TRIM_INTERVAL_S (ml_trim.c) */
+    ev_timer cache_timer;  /* age eviction; runs while the cache holds entries */
+    double cache_age_s;    /* 0: no age eviction */
     size_t trim_ticking;   /* managed ledgers it serves; it runs while > 0 */
 };
 
 struct managed_ledger {
     ml_factory_t *f;
     managed_ledger_t *prev, *next; /* in f->mls */
-    char *name, *path;      /* owned */
+    char *name, *path;             /* owned */
     ml_config_t cfg;
     ml_state_t state;
     int refs;  /* ml_open handles */
@@ -349,6 +363,12 @@ void ml_close_step(managed_ledger_t *ml);
 /* Cursors (cursor.c). */
 int ml_cursors_load(managed_ledger_t *ml, ml_done_cb cb, void *arg);
 bool ml_cursors_slowest(const managed_ledger_t *ml, ml_pos_t *mark_delete);
+/* True if a cursor is open (a reader the entry cache can serve). */
+bool ml_cursors_any_open(const managed_ledger_t *ml);
+/* Entry cache: puts an added entry if a cursor may read it (managed_ledger.c);
+ * evicts what every open cursor has read (after a cursor's read). */
+void ml_cache_added(managed_ledger_t *ml, ml_pos_t pos, qbuf_t *data);
+void ml_cache_read_past(managed_ledger_t *ml);
 /* Flushes every durable cursor; cb once all are persisted. */
 int ml_cursors_flush_all(managed_ledger_t *ml, ml_done_cb cb, void *arg);
 void ml_cursors_free_all(managed_ledger_t *ml);

@@ -73,6 +73,42 @@ static int config_check(const ml_config_t *cfg)
 
 /* ---------------------------------------------------------- factory -- */
 
+/* Age eviction: one factory timer, running only while the cache holds entries
+ * (an idle broker does not wake for it). */
+static void cache_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    ml_factory_t *f = w->data;
+    ml_cache_evict_older(f->cache, ev_now(loop) - f->cache_age_s);
+    if (ml_cache_empty(f->cache))
+        ev_timer_stop(loop, w);
+}
+
+static void cache_timer_arm(ml_factory_t *f)
+{
+    if (f->cache_age_s <= 0 || ev_is_active(&f->cache_timer))
+        return;
+    double every = f->cache_age_s / 4 > 0.01 ? f->cache_age_s / 4 : 0.01;
+    ev_timer_set(&f->cache_timer, every, every);
+    ev_timer_start(f->loop, &f->cache_timer);
+}
+
+void ml_factory_set_cache_age(ml_factory_t *f, double seconds)
+{
+    f->cache_age_s = seconds > 0 ? seconds : 0;
+    ev_timer_stop(f->loop, &f->cache_timer);
+    if (!ml_cache_empty(f->cache))
+        cache_timer_arm(f);
+}
+
+void ml_cache_added(managed_ledger_t *ml, ml_pos_t pos, qbuf_t *data)
+{
+    if (!ml_cursors_any_open(ml))
+        return; /* nobody tails this log: a later reader reads the ledger */
+    ml_cache_put(ml->f->cache, ml, pos, data, ev_now(ml->f->loop));
+    cache_timer_arm(ml->f);
+}
+
 int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
                    uint64_t cache_bytes_max, ml_factory_t **out)
 {
@@ -86,6 +122,9 @@ int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
     f->cache = ml_cache_new(cache_bytes_max);
     f->by_name = qmap_new();
     ml_trim_timer_init(f);
+    f->cache_age_s = ML_CACHE_AGE_S;
+    ev_init(&f->cache_timer, cache_timer_cb);
+    f->cache_timer.data = f;
     if (!f->mb || !f->cache || !f->by_name) {
         ml_factory_free(f);
         return -ENOMEM;
@@ -108,6 +147,7 @@ void ml_factory_free(ml_factory_t *f)
     if (f->mls)
         log_error("managed", "factory freed with managed ledger %s still open", f->mls->name);
     assert(!f->mls && f->trim_ticking == 0);
+    ev_timer_stop(f->loop, &f->cache_timer);
     ml_cache_free(f->cache);
     qmap_free(f->by_name);
     free(f);
@@ -454,7 +494,7 @@ static void add_done(int rc, int64_t entry_id, void *arg)
         li->size_bytes += op->data->len;
         ml->entries_added++;
         ml_pos_t pos = {op->ledger_id, entry_id};
-        ml_cache_put(ml->f->cache, ml, pos, op->data);
+        ml_cache_added(ml, pos, op->data);
         op->cb(0, pos, op->arg);
         if (ml->added_fn)
             ml->added_fn(ml, pos, ml->added_arg);

@@ -76,6 +76,10 @@ typedef struct ml_entry {
 /* The factory owns the entry cache shared by all managed ledgers. */
 int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
                    uint64_t cache_bytes_max, ml_factory_t **out);
+/* Entries stay in the cache at most this long (Pulsar's
+ * managedLedgerCacheEvictionTimeThresholdMillis; 1 s by default, 0: no limit).
+ * Independently, entries every open cursor has read are evicted at once. */
+void ml_factory_set_cache_age(ml_factory_t *f, double seconds);
 /* All managed ledgers must be closed first. */
 void ml_factory_free(ml_factory_t *f);
 /* The ledger client the factory writes with (borrowed): for ledgers a user of

@@ -272,7 +272,7 @@ static void test_entry_cache_bounded_fifo(void)
     for (int i = 0; i < 15; i++) {
         memset(payload, 'a' + i, sizeof payload);
         qbuf_t *b = qbuf_copy(payload, sizeof payload);
-        ml_cache_put(c, &owner_a, P(1, i), b);
+        ml_cache_put(c, &owner_a, P(1, i), b, 0.0);
         qbuf_unref(b);
     }
     ml_cache_stats_t s;
@@ -304,10 +304,10 @@ static void test_entry_cache_drop_by_owner(void)
     qbuf_t *b = qbuf_copy(payload, sizeof payload);
     TEST_REQUIRE(b != NULL);
     for (int i = 0; i < 4; i++) { /* a: (1,i) (2,i); b: (1,i); c: (1,i), 16 puts */
-        ml_cache_put(c, &owner_a, P(1, i), b);
-        ml_cache_put(c, &owner_b, P(1, i), b);
-        ml_cache_put(c, &owner_a, P(2, i), b);
-        ml_cache_put(c, &owner_c, P(1, i), b);
+        ml_cache_put(c, &owner_a, P(1, i), b, 0.0);
+        ml_cache_put(c, &owner_b, P(1, i), b, 0.0);
+        ml_cache_put(c, &owner_a, P(2, i), b, 0.0);
+        ml_cache_put(c, &owner_c, P(1, i), b, 0.0);
     }
     ml_cache_stats_t s;
     ml_cache_get_stats(c, &s);
@@ -335,6 +335,57 @@ static void test_entry_cache_drop_by_owner(void)
     ml_cache_free(c); /* asserts the owners map is empty */
 }
 
+/* Readers' progress evicts one owner's entries below a position, oldest first,
+ * and nothing of another owner; age evicts across owners by put time, and a
+ * clock that steps back does not reorder the FIFO. */
+static void test_entry_cache_evict_read_and_age(void)
+{
+    int owner_a, owner_b;
+    ml_cache_t *c = ml_cache_new(1u << 20);
+    TEST_REQUIRE(c != NULL);
+    qbuf_t *b = qbuf_copy("payload", 7);
+    TEST_REQUIRE(b != NULL);
+    for (int i = 0; i < 5; i++) { /* a: (1,0..4) at t=i; b: (1,0..4) at t=i+0.5 */
+        ml_cache_put(c, &owner_a, P(1, i), b, (double)i);
+        ml_cache_put(c, &owner_b, P(1, i), b, i + 0.5);
+    }
+    ml_cache_put(c, &owner_a, P(2, 0), b, 5.0);
+    ml_pos_t oldest;
+    CU_ASSERT_TRUE(ml_cache_oldest(c, &owner_a, &oldest));
+    CU_ASSERT_EQUAL(ml_pos_cmp(oldest, P(1, 0)), 0);
+    CU_ASSERT_EQUAL(ml_cache_evict_before(c, &owner_a, P(1, 3)), 3);
+    CU_ASSERT_PTR_NULL(ml_cache_get(c, &owner_a, P(1, 2)));
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_a, P(1, 3)));
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_b, P(1, 0)));
+    CU_ASSERT_EQUAL(ml_cache_evict_before(c, &owner_a, P(1, 3)), 0);
+    CU_ASSERT_EQUAL(ml_cache_evict_before(c, &owner_a, P(1, 2)), 0);
+    /* Across ledgers: (1,3) (1,4) before (2,0), which stays. */
+    CU_ASSERT_EQUAL(ml_cache_evict_before(c, &owner_a, P(2, 0)), 2);
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_a, P(2, 0)));
+    /* A step back in time is taken as the newest entry's time. */
+    ml_cache_put(c, &owner_b, P(1, 5), b, 1.0);
+    /* Age: b's entries put at 0.5, 1.5, 2.5 go; 3.5, 4.5, (1,5) at 5.0 stay. */
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 3.0), 3);
+    CU_ASSERT_PTR_NULL(ml_cache_get(c, &owner_b, P(1, 2)));
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_b, P(1, 3)));
+    CU_ASSERT_TRUE(ml_cache_oldest(c, &owner_b, &oldest));
+    CU_ASSERT_EQUAL(ml_pos_cmp(oldest, P(1, 3)), 0);
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 5.0), 2);
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_a, P(2, 0)));
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_b, P(1, 5)));
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 5.5), 2);
+    CU_ASSERT_TRUE(ml_cache_empty(c));
+    CU_ASSERT_FALSE(ml_cache_oldest(c, &owner_a, &oldest));
+    ml_cache_stats_t s;
+    ml_cache_get_stats(c, &s);
+    CU_ASSERT_EQUAL(s.evictions_read, 5);
+    CU_ASSERT_EQUAL(s.evictions_age, 7);
+    CU_ASSERT_EQUAL(s.evictions, 0);
+    CU_ASSERT_EQUAL(s.bytes, 0);
+    qbuf_unref(b);
+    ml_cache_free(c);
+}
+
 static void test_escape_name(void)
 {
     char *e = ml_escape_name("public/default/persistent/t%1");
@@ -354,5 +405,7 @@ void register_ack_state_suite(void)
     CU_add_test(s, "ranges bounded", test_ack_ranges_bounded);
     CU_add_test(s, "entry cache bounded, oldest evicted", test_entry_cache_bounded_fifo);
     CU_add_test(s, "entry cache drops by owner", test_entry_cache_drop_by_owner);
+    CU_add_test(s, "entry cache evicts read-past and aged entries",
+                test_entry_cache_evict_read_and_age);
     CU_add_test(s, "name escaping", test_escape_name);
 }

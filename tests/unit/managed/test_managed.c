@@ -856,7 +856,9 @@ static void test_tailing_reads_from_cache(void)
     CU_ASSERT_EQUAL(rs.cache_hits, 25);
     ml_cache_stats_t cs;
     ml_cache_get_stats(ml_factory_cache(s.f), &cs);
-    CU_ASSERT_EQUAL(cs.entries, 25);
+    CU_ASSERT_EQUAL(cs.inserts, 25);
+    CU_ASSERT_EQUAL(cs.entries, 0); /* each evicted once the only cursor read it */
+    CU_ASSERT_EQUAL(cs.evictions_read, 25);
     ml_set_added_listener(ml, NULL, NULL);
     CU_ASSERT_EQUAL(close_cursor(&s, t.c), 0);
     CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
@@ -870,6 +872,67 @@ static void test_tailing_reads_from_cache(void)
     CU_ASSERT_EQUAL(rs.cache_hits, 0);
     CU_ASSERT_TRUE(rs.ledger_reads >= 3);
     CU_ASSERT_EQUAL(rs.ledger_entries_read, 25);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    stack_close(&s);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* The cache keeps an entry until every open cursor has read it (or it ages
+ * out), and does not take entries of a log no cursor is open on. */
+static void test_cache_eviction_follows_cursors(void)
+{
+    char *dir = test_tmpdir("ml-evict");
+    tstack_t s;
+    TEST_REQUIRE(stack_open(&s, dir, 1u << 20) == 0);
+    ml_config_t cfg = small_config();
+    managed_ledger_t *ml = open_ml(&s, "t/evict", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    const ml_cache_t *cache = ml_factory_cache(s.f);
+    ml_cache_stats_t cs;
+    adds_t a;
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "n", 0, 3, 0, &a), 3);
+    ml_cache_get_stats(cache, &cs);
+    CU_ASSERT_EQUAL(cs.inserts, 0); /* no cursor: not cached */
+    ml_cursor_t *fast = open_cursor(&s, ml, "fast", ML_POS_LATEST, true);
+    ml_cursor_t *slow = open_cursor(&s, ml, "slow", ML_POS_LATEST, false);
+    TEST_REQUIRE(fast != NULL && slow != NULL);
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "e", 0, 6, 0, &a), 6);
+    got_t g;
+    CU_ASSERT_EQUAL(cursor_read(&s, fast, 100, &g), 0);
+    CU_ASSERT_EQUAL(g.n, 6);
+    ml_cache_get_stats(cache, &cs);
+    CU_ASSERT_EQUAL(cs.entries, 6); /* slow has read none */
+    CU_ASSERT_EQUAL(cursor_read(&s, slow, 4, &g), 0);
+    CU_ASSERT_EQUAL(g.n, 4);
+    ml_cache_get_stats(cache, &cs);
+    CU_ASSERT_EQUAL(cs.entries, 2);
+    CU_ASSERT_EQUAL(cs.evictions_read, 4);
+    CU_ASSERT_EQUAL(cursor_read(&s, slow, 100, &g), 0);
+    CU_ASSERT_EQUAL(g.n, 2);
+    ml_read_stats_t rs;
+    ml_get_read_stats(ml, &rs);
+    CU_ASSERT_EQUAL(rs.cache_hits, 12);
+    CU_ASSERT_EQUAL(rs.ledger_reads, 0);
+    ml_cache_get_stats(cache, &cs);
+    CU_ASSERT_EQUAL(cs.entries, 0);
+    /* Unread entries age out (here after 0.2 s) by the factory's timer. */
+    ml_factory_set_cache_age(s.f, 0.2);
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "f", 0, 3, 0, &a), 3);
+    ml_cache_get_stats(cache, &cs);
+    CU_ASSERT_EQUAL(cs.entries, 3);
+    for (int i = 0; i < 200 && !ml_cache_empty(cache); i++)
+        test_run_for(s.loop, 0.01);
+    ml_cache_get_stats(cache, &cs);
+    CU_ASSERT_EQUAL(cs.entries, 0);
+    CU_ASSERT_EQUAL(cs.evictions_age, 3);
+    CU_ASSERT_EQUAL(cursor_read(&s, fast, 100, &g), 0); /* from the ledger now */
+    CU_ASSERT_EQUAL(g.n, 3);
+    CU_ASSERT_TRUE(text_is(&g, 2, "f", 2));
+    ml_get_read_stats(ml, &rs);
+    CU_ASSERT_TRUE(rs.ledger_reads >= 1);
+    CU_ASSERT_EQUAL(close_cursor(&s, fast), 0);
+    CU_ASSERT_EQUAL(close_cursor(&s, slow), 0);
     CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
     stack_close(&s);
     test_rm_rf(dir);
@@ -1018,6 +1081,8 @@ void register_managed_suite(void)
     CU_add_test(s, "retention trimming", test_retention_trimming);
     CU_add_test(s, "cursor reset and non-durable cursor", test_cursor_reset_and_non_durable);
     CU_add_test(s, "tailing reads served from the cache", test_tailing_reads_from_cache);
+    CU_add_test(s, "cache eviction follows the slowest cursor and age",
+                test_cache_eviction_follows_cursors);
     CU_add_test(s, "pending adds bounded", test_pending_adds_bounded);
     CU_add_test(s, "concurrent open, properties", test_concurrent_open_and_properties);
     CU_add_test(s, "rollover by time", test_rollover_by_time);
