@@ -259,11 +259,27 @@ const broker_config_t *broker_config(const broker_t *b)
     return &b->cfg;
 }
 
+/* Shutdown closes topics in waves of BROKER_SHUTDOWN_WAVE: each topic queues a
+ * dedup snapshot, cursor flushes and a ledger-list write to the metadata store,
+ * and closing 100,000 at once overflowed its bounded call queue. A finished
+ * topic starts the next; shutdown_pending counts the topics in flight plus one
+ * for the wave starter itself. */
+#define BROKER_SHUTDOWN_WAVE 512
+
+static void shutdown_next_topics(broker_t *b);
+
 static void shutdown_step_done(void *arg)
 {
     broker_t *b = arg;
-    if (--b->shutdown_pending == 0 && b->shutdown_cb)
+    shutdown_next_topics(b);
+    if (--b->shutdown_pending == 0 && b->shutdown_cb) {
+        for (size_t i = 0; i < b->shutdown_n; i++)
+            free(b->shutdown_names[i]);
+        free(b->shutdown_names);
+        b->shutdown_names = NULL;
+        b->shutdown_n = b->shutdown_next = 0;
         b->shutdown_cb(b->shutdown_arg);
+    }
 }
 
 static void shutdown_ml_closed(int rc, void *arg)
@@ -291,16 +307,17 @@ static void cursor_closed(int rc, void *arg)
         shutdown_step_done(b);
 }
 
-/* Closes t's cursors, then its managed ledger; one shutdown step. */
-static void shutdown_topic(broker_t *b, topic_t *t)
+/* Closes t's cursors, then its managed ledger; one shutdown step. False if t
+ * had nothing to close. */
+static bool shutdown_topic(broker_t *b, topic_t *t)
 {
     if (t->state != TOPIC_READY || !t->ml)
-        return;
+        return false;
     t->state = TOPIC_CLOSING;
     dedup_topic_close(t); /* last snapshot (the metadata store completes it) */
     close_ctx_t *cc = calloc(1, sizeof *cc);
     if (!cc)
-        return;
+        return false;
     cc->broker = b;
     cc->topic = t;
     cc->pending = 1;
@@ -317,6 +334,22 @@ static void shutdown_topic(broker_t *b, topic_t *t)
         }
     }
     cursor_closed(0, cc);
+    return true;
+}
+
+/* Starts closing topics until a wave is in flight. By name: a topic may have
+ * gone (unloaded) since the list was taken. */
+static void shutdown_next_topics(broker_t *b)
+{
+    if (b->shutdown_starting)
+        return; /* a topic finished inline: the loop below goes on */
+    b->shutdown_starting = true;
+    while (b->shutdown_next < b->shutdown_n && b->shutdown_pending <= BROKER_SHUTDOWN_WAVE) {
+        topic_t *t = qmap_get(b->topics, b->shutdown_names[b->shutdown_next++]);
+        if (t)
+            shutdown_topic(b, t);
+    }
+    b->shutdown_starting = false;
 }
 
 void broker_shutdown(broker_t *b, broker_done_cb cb, void *arg)
@@ -335,10 +368,20 @@ void broker_shutdown(broker_t *b, broker_done_cb cb, void *arg)
     broker_security_stop(b); /* the TLS listener */
     while (b->conns)
         conn_close(b->conns, "broker shutting down");
+    size_t n = qmap_size(b->topics);
+    b->shutdown_names = n ? calloc(n, sizeof *b->shutdown_names) : NULL;
     qmap_iter_t it = {0};
+    const char *name;
     void *v;
-    while (qmap_next(b->topics, &it, NULL, &v))
-        shutdown_topic(b, v);
+    while (qmap_next(b->topics, &it, &name, &v)) {
+        if (b->shutdown_names && b->shutdown_n < n &&
+            (b->shutdown_names[b->shutdown_n] = strdup(name)) != NULL) {
+            b->shutdown_n++;
+            continue;
+        }
+        shutdown_topic(b, v); /* out of memory for the list: close it now */
+    }
+    shutdown_next_topics(b);
     broker_defer(b, shutdown_step_done, b);
 }
 
@@ -362,6 +405,9 @@ void broker_free(broker_t *b)
         topic_destroy(t);
     }
     qmap_free(b->topics);
+    for (size_t i = 0; i < b->shutdown_n; i++)
+        free(b->shutdown_names[i]);
+    free(b->shutdown_names);
     broker_ns_policies_free(b);
     schema_registry_free(b);
     broker_security_free(b);

@@ -50,7 +50,7 @@ struct broker {
     int listen_fd;
     ev_io accept_watcher;
     accept_pause_t accept_pause; /* accept() out of descriptors: pause, do not spin */
-    conn_t *conns; /* doubly linked */
+    conn_t *conns;               /* doubly linked */
     uint32_t conns_count;
     qmap_t *topics; /* full topic name -> topic_t */
     uint64_t producer_name_seq;
@@ -58,9 +58,12 @@ struct broker {
     broker_done_cb shutdown_cb;
     void *shutdown_arg;
     int shutdown_pending;
+    char **shutdown_names; /* topics still to close, in waves (broker.c) */
+    size_t shutdown_n, shutdown_next;
+    bool shutdown_starting; /* in shutdown_next_topics */
     char service_url[256];
-    qloop_mailbox_t *mailbox; /* defers callbacks so none runs inline */
-    qmap_t *ns_policies;      /* namespace -> cached policies (ns_policies.c) */
+    qloop_mailbox_t *mailbox;        /* defers callbacks so none runs inline */
+    qmap_t *ns_policies;             /* namespace -> cached policies (ns_policies.c) */
     struct schema_registry *schemas; /* schema registry cache (schema.c), made on first use */
     /* periodic checks (maintenance.h): TTL, subscription expiry, backlog quotas */
     ev_timer expiry_timer, sub_expiry_timer, quota_timer, compaction_timer;
@@ -109,9 +112,9 @@ struct conn {
     bool is_java_client;
     bool supports_broker_entry_metadata;
     int64_t connected_since_ms;
-    conn_io_t io;                  /* the socket, plain or TLS (tls.h) */
-    char role[AUTH_ROLE_MAX];      /* authenticated role, "" when authentication is off */
-    struct conn_security *sec;     /* auth refresh, limits (conn_security.c) */
+    conn_io_t io;              /* the socket, plain or TLS (tls.h) */
+    char role[AUTH_ROLE_MAX];  /* authenticated role, "" when authentication is off */
+    struct conn_security *sec; /* auth refresh, limits (conn_security.c) */
 };
 
 /* Queues bytes for the client; takes the caller's reference to buf. Returns 0,
@@ -179,8 +182,8 @@ struct topic {
     uint64_t entry_size_count, entry_size_sum;
     struct topic_limits *limits; /* rate limits and quotas (limits.c); NULL until used */
     /* producer access modes (producer_access.c) */
-    bool epoch_loaded, epoch_set;   /* producer_epoch read from the ledger / ever set */
-    producer_t *waiting_producers;  /* WaitForExclusive queue, via producer->wait_next */
+    bool epoch_loaded, epoch_set;  /* producer_epoch read from the ledger / ever set */
+    producer_t *waiting_producers; /* WaitForExclusive queue, via producer->wait_next */
     bool promote_scheduled;
     /* termination (termination.c) and deduplication (dedup.c) */
     bool terminated;
@@ -244,7 +247,7 @@ struct producer {
     /* access modes (producer_access.c) */
     bool has_topic_epoch; /* the client named the topic epoch it last saw */
     uint64_t topic_epoch;
-    bool waiting;          /* queued by WaitForExclusive; topic set, not in its list */
+    bool waiting; /* queued by WaitForExclusive; topic set, not in its list */
     producer_t *wait_next;
     uint64_t request_id; /* of the PRODUCER command, answered again when promoted */
 };
@@ -315,16 +318,16 @@ struct subscription {
      * SEEK it waits (orphan_timer) for the reader to come back to the reset cursor. */
     bool keep_without_consumers;
     ev_timer orphan_timer;
-    bool closing; /* freed when the read in flight completes */
+    bool closing;              /* freed when the read in flight completes */
     struct sub_limits *limits; /* dispatch rate state (limits.c); NULL until used */
     /* subscription_properties and replicate_subscription_state of the SUBSCRIBE
      * that created it, as JSON (subscription_meta.c); NULL: none given, or
      * persisted in the managed ledger's properties (restored subscriptions) */
     char *meta_json;
-    struct delayed_index *delayed; /* entries held until deliver_at_time (delayed.c) */
-    int64_t active_until_ms;       /* subscription expiry (expiry.c) */
-    bool expiring;                 /* a TTL/age search is running (expiry.c) */
-    uint64_t msg_expired;          /* entries expired by TTL or age eviction */
+    struct delayed_index *delayed;    /* entries held until deliver_at_time (delayed.c) */
+    int64_t active_until_ms;          /* subscription expiry (expiry.c) */
+    bool expiring;                    /* a TTL/age search is running (expiry.c) */
+    uint64_t msg_expired;             /* entries expired by TTL or age eviction */
     struct compaction_sub *compacted; /* read_compacted state (compaction.c); NULL: reads as is */
 };
 
