@@ -322,7 +322,9 @@ def run_backlog(srv, perf, tag, mb, rate, servers, freeze_on):
 
 def run_topics(srv, perf, tag, n_topics, parallel, idle_s, servers, freeze_on):
     """(g): n_topics topics, each with a producer, a subscription and one message (in
-    quire-perf processes of 1000 topics, `parallel` at a time); then idle_s of idle."""
+    quire-perf processes of 1000 topics, `parallel` at a time); then idle_s of idle.
+    Each process shares one connection among its producers and consumers, as a Pulsar
+    client does (--max-connections 1), so the figure is the broker's, not TCP set-up's."""
     if srv.kind == "quire":  # a fresh Quire, so RSS is that of the topics alone
         srv.stop()
         srv.start()
@@ -342,7 +344,7 @@ def run_topics(srv, perf, tag, n_topics, parallel, idle_s, servers, freeze_on):
             args = ["--topic-prefix", "g-%s-%d" % (tag, gi), "--num-topics", cnt,
                     "--subscription-position", "Earliest", "--rate", cnt * 1000,
                     "--messages", cnt, "--warmup-seconds", 0, "--disable-batching",
-                    "--size", 100, "--report-interval-s", 60]
+                    "--size", 100, "--report-interval-s", 60, "--max-connections", 1]
             procs.append(perf.start("both", srv.url, args, "g-%s" % srv.label))
         for p in procs:
             fails += perf.finish(p, 600)["exit_status"] != 0

@@ -10,8 +10,14 @@
  *                        parsing of a received entry (batch aware)
  *   quire_perf_report.c  rate pacing arithmetic, statistics, the interval line,
  *                        the final report and its JSON form
- *   quire_perf_client.c  the protocol client: one libev loop, one non-blocking
- *                        connection per producer/consumer, their state machines
+ *   quire_perf_conn.c    connections to brokers: socket I/O, write queue,
+ *                        CONNECT handshake, PING/PONG, and the dispatch of
+ *                        every received frame to its producer/consumer by
+ *                        producer_id/consumer_id/request_id; one connection
+ *                        per producer/consumer, or a pool of N per broker URL
+ *                        shared by all of them (--max-connections)
+ *   quire_perf_client.c  the protocol client: one libev loop, the run's
+ *                        phases, producers'/consumers' state machines
  *   quire_perf_main.c    main(): SIGINT, exit status
  *
  * Payload of every message quire-perf produces (when size >= 12 bytes):
@@ -37,6 +43,7 @@
 #include "PulsarApi.pb-c.h"
 #include "common/buf.h"
 #include "common/hist.h"
+#include "server/codec/frame.h"
 
 #define PERF_CLIENT_VERSION "quire-perf 0.1"
 #define PERF_PROTOCOL_VERSION 21
@@ -50,6 +57,8 @@
 #define PERF_MAX_PENDING 100000u
 #define PERF_MAX_BATCH_MESSAGES 100000u
 #define PERF_MAX_URL 256
+#define PERF_MAX_CONNECTIONS 1024 /* --max-connections: per broker URL */
+#define PERF_MAX_BROKERS 64       /* distinct broker URLs a shared pool connects to */
 #define PERF_MAX_NAME 256
 
 #define PERF_PAYLOAD_MAGIC "QPRF"
@@ -86,7 +95,8 @@ typedef struct perf_opts {
     double report_interval_s;
     uint32_t receiver_queue_size;
     perf_ack_t ack_type;
-    double op_timeout_s; /* bound on connect, lookup, create, close, drain */
+    double op_timeout_s;      /* bound on connect, lookup, create, close, drain */
+    uint32_t max_connections; /* per broker URL, shared; 0 = one per producer/consumer */
 } perf_opts_t;
 
 /* Parses argv (argv[0] is the program, argv[1] the mode) into *o (which it
@@ -245,6 +255,80 @@ void perf_format_percentiles(char *buf, size_t cap, const hist_t *h);
 void perf_print_final(FILE *f, const perf_opts_t *o, const perf_stats_t *tot, double duration_s);
 /* The final report as a JSON object. 0 or -errno. */
 int perf_write_json(FILE *f, const perf_opts_t *o, const perf_stats_t *tot, double duration_s);
+
+/* ================================================================ connections */
+
+/* What a connection carries a frame to, or the pool's "connection per
+ * endpoint" mode keys on. */
+typedef enum { PERF_LINK_RESOLVER, PERF_LINK_PRODUCER, PERF_LINK_CONSUMER } perf_link_kind_t;
+
+typedef struct perf_conn perf_conn_t;
+typedef struct perf_pool perf_pool_t;
+
+/* An endpoint's (producer, consumer, partition resolver) attachment to a
+ * connection, embedded in the endpoint. While attached, the connection keeps a
+ * pointer to it and routes to it the frames carrying its id (SEND_RECEIPT,
+ * SEND_ERROR, CLOSE_PRODUCER for a producer; MESSAGE, CLOSE_CONSUMER for a
+ * consumer) and the responses to its pending requests. */
+typedef struct perf_link {
+    void *owner; /* the endpoint, handed back to every callback */
+    perf_link_kind_t kind;
+    uint64_t id;        /* producer_id or consumer_id; unused for the resolver */
+    perf_conn_t *conn;  /* NULL when detached */
+    size_t slot;        /* index in the connection's link array */
+    bool waiting;       /* attached before CONNECTED: ready() is due */
+    uint64_t req_first; /* the pending requests: [req_first, req_first + req_count) */
+    uint32_t req_count;
+} perf_link_t;
+
+/* The callbacks of a pool into its endpoints (owner = perf_link_t.owner). */
+typedef struct perf_conn_cbs {
+    /* The connection the link waited for is CONNECTED: send on. */
+    void (*ready)(void *owner);
+    /* A frame for this endpoint (borrowed for the call). */
+    void (*frame)(void *owner, frame_t *f);
+    /* The connection failed or was lost; the link is already detached.
+     * why reads "connection to URL lost: ...", "cannot connect to URL: ...". */
+    void (*lost)(void *owner, int rc, const char *why);
+    /* A producer's connection write queue fell below its low mark after
+     * perf_link_congested said it was full. */
+    void (*writable)(void *owner);
+} perf_conn_cbs_t;
+
+/* A pool over loop: per_url == 0 gives every attach its own connection,
+ * closed when its link detaches (one per producer/consumer); per_url == N
+ * shares N connections per broker URL among all links, assigned round-robin,
+ * kept open until perf_pool_close_all. cbs is copied. 0 or -ENOMEM. */
+int perf_pool_create(struct ev_loop *loop, uint32_t per_url, const perf_conn_cbs_t *cbs,
+                     perf_pool_t **out);
+/* Detaches every link (without callbacks) and closes every connection. */
+void perf_pool_close_all(perf_pool_t *p);
+/* perf_pool_close_all, then frees the pool. NULL is a no-op. */
+void perf_pool_free(perf_pool_t *p);
+/* Connections opened so far (TCP connects started). */
+uint64_t perf_pool_opened(const perf_pool_t *p);
+
+/* Attaches l (borrowed until detached; owner, kind, id set) to a connection
+ * to url, opening one if needed (host name resolution is the one blocking
+ * call). 1: the connection is CONNECTED, send at once; 0: ready() follows;
+ * negative: failed, with a one-line reason in err. */
+int perf_link_attach(perf_pool_t *p, perf_link_t *l, const char *url, char *err, size_t err_len);
+/* Detaches l (no-op when detached) and forgets its pending requests. In
+ * per-endpoint mode this closes the connection. */
+void perf_link_detach(perf_link_t *l);
+/* Records [first, first + count) as l's pending requests (replacing the
+ * previous ones): their responses are routed to l. count <= PERF_MAX_TOPICS. */
+void perf_link_request(perf_link_t *l, uint64_t first, uint32_t count);
+/* Queues frame b (takes the caller's reference) on l's connection and writes
+ * what the socket takes. 0; QE_BUSY when the write queue's bound is reached;
+ * -ENOTCONN when l is detached (b is dropped). A write error fails the
+ * connection (lost() for every link on it, l included) and returns 0. */
+int perf_link_send(perf_link_t *l, qbuf_t *b);
+/* True when l's connection write queue is above its high mark: a producer
+ * stops filling it, and writable() comes when it has drained. */
+bool perf_link_congested(perf_link_t *l);
+/* "connecting", "handshake", "connected" or "detached", for messages. */
+const char *perf_link_state(const perf_link_t *l);
 
 /* ================================================================ client */
 

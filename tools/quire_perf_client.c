@@ -1,10 +1,12 @@
 /*
- * quire_perf_client.c — quire-perf's protocol client: one libev loop, one
- * non-blocking connection per producer and per consumer (plus one to resolve
- * partitioned topics), all built on server/codec.
+ * quire_perf_client.c — quire-perf's protocol client: one libev loop, the
+ * producers and consumers (endpoints) and their state machines, all built on
+ * server/codec. Their connections (one each, or a pool of N per broker shared
+ * by all, --max-connections) are quire_perf_conn.c's: an endpoint holds a
+ * perf_link_t to its connection, which calls it back with its frames.
  *
  * Run phases:
- *   RESOLVE   one connection asks PARTITIONED_METADATA for every topic, and
+ *   RESOLVE   the resolver asks PARTITIONED_METADATA for every topic, and
  *             the topic list is expanded to its partitions
  *   SETUP     consumers subscribe first (so that a Latest subscription sees
  *             every message of the run), then producers are created
@@ -18,27 +20,23 @@
  * the first error and goes to CLOSE.
  *
  * Endpoint (producer/consumer) states:
- *   CONNECTING -> HANDSHAKE (CONNECT sent) -> LOOKUP -> [Redirect: reconnect,
- *   LOOKUP again | Connect elsewhere: reconnect] -> CREATING -> READY
- *   -> CLOSING -> CLOSED; any -> FAILED. A CLOSE_PRODUCER/CLOSE_CONSUMER from
- *   the broker sends a READY endpoint back to CONNECTING (epoch + 1); a
- *   producer then resends its in-flight SEND frames, kept for that purpose.
+ *   CONNECTING (attached to a connection to the service URL, waiting for its
+ *   CONNECTED) -> LOOKUP -> [Redirect: attach to the given broker, LOOKUP
+ *   again | Connect elsewhere: attach there] -> CREATING -> READY -> CLOSING
+ *   -> CLOSED; any -> FAILED. A CLOSE_PRODUCER/CLOSE_CONSUMER from the broker
+ *   sends a READY endpoint back to CONNECTING (epoch + 1); a producer then
+ *   resends its in-flight SEND frames, kept for that purpose. A lost
+ *   connection fails every endpoint on it (a CLOSING one is just CLOSED).
  *
- * Bounds: in-flight messages per producer (max-pending), the write queue of a
- * connection (WQ_MAX_ITEMS; producers stop filling it past WQ_HIGH_BYTES), a
- * frame's size (max_message_size + 10 KiB), pending acks (ACK_MAX), every
- * operation (op-timeout-s), the drain (DRAIN_MAX_S).
+ * Bounds: in-flight messages per producer (max-pending), pending acks
+ * (ACK_MAX), every operation (op-timeout-s), the drain (DRAIN_MAX_S); the
+ * connections bound their write queues and frames (quire_perf_conn.c).
  */
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
+#include <strings.h>
 
 #include "common/clock.h"
 #include "common/errors.h"
@@ -47,9 +45,6 @@
 #include "server/codec/topic_name.h"
 #include "tools/quire_perf.h"
 
-#define WQ_MAX_ITEMS (1u << 20)
-#define WQ_HIGH_BYTES (8u * 1024u * 1024u)
-#define RBUF_INITIAL (64u * 1024u)
 #define ACK_MAX 1000u
 #define ACK_INTERVAL_S 0.1
 #define DRAIN_MAX_S 10.0
@@ -59,7 +54,6 @@ typedef enum { EP_RESOLVER, EP_PRODUCER, EP_CONSUMER } ep_kind_t;
 typedef enum {
     ST_IDLE,
     ST_CONNECTING,
-    ST_HANDSHAKE,
     ST_LOOKUP,
     ST_CREATING,
     ST_READY,
@@ -69,13 +63,6 @@ typedef enum {
 } ep_state_t;
 
 typedef enum { P_RESOLVE, P_SETUP, P_RUN, P_DRAIN, P_CLOSE, P_DONE } phase_t;
-
-typedef struct wq {
-    qbuf_t **items;
-    size_t cap, head, count;
-    size_t off; /* bytes of items[head] already written */
-    size_t bytes;
-} wq_t;
 
 typedef struct inflight {
     uint64_t first_seq;
@@ -90,13 +77,8 @@ typedef struct ep {
     char topic[TOPIC_NAME_MAX + 1];
     ep_state_t state;
     /* the connection */
-    int fd;
-    uint64_t conn_gen; /* bumped by conn_close: a frame handler may reconnect */
-    ev_io rio, wio;
-    char url[PERF_MAX_URL];
-    uint8_t *rbuf;
-    size_t rlen, rcap, max_frame;
-    wq_t wq;
+    perf_link_t link;
+    char url[PERF_MAX_URL]; /* of the broker the endpoint is attached to */
     ev_timer op_timer;
     int redirects;
     bool lookup_authoritative;
@@ -134,6 +116,7 @@ struct perf_run {
     const perf_opts_t *o;
     FILE *out;
     phase_t phase;
+    perf_pool_t *pool;
     ep_t *resolver;
     ep_t **eps; /* consumers first, then producers */
     size_t n_eps, n_cons, n_prod;
@@ -154,8 +137,7 @@ struct perf_run {
 };
 
 static void ep_fail(ep_t *e, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void conn_close(ep_t *e);
-static void conn_open(ep_t *e, const char *url, bool lookup_after);
+static void ep_connect(ep_t *e, const char *url, bool lookup_after);
 static void ep_begin(ep_t *e);
 static void producer_pump(ep_t *p);
 static void producer_flush(ep_t *p);
@@ -204,7 +186,7 @@ static void ep_fail(ep_t *e, int rc, const char *fmt, ...)
     vsnprintf(full + n, sizeof full - (size_t)n, fmt, ap);
     va_end(ap);
     ev_timer_stop(e->run->loop, &e->op_timer);
-    conn_close(e);
+    perf_link_detach(&e->link);
     e->state = ST_FAILED;
     run_fail(e->run, rc, full);
 }
@@ -215,15 +197,18 @@ static void op_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     ep_t *e = w->data;
     if (e->state == ST_CLOSING) {
-        conn_close(e);
+        perf_link_detach(&e->link);
         e->state = ST_CLOSED;
         run_check_drain(e->run);
         return;
     }
-    static const char *const what[] = {"idle",     "connecting", "handshake", "lookup",
-                                       "creating", "ready",      "closing",   "closed"};
-    ep_fail(e, QE_TIMEOUT, "timed out after %.1f s (%s, %s)", e->run->o->op_timeout_s,
-            e->state <= ST_CLOSED ? what[e->state] : "failed", e->url);
+    static const char *const what[] = {"idle",  "connecting", "lookup", "creating",
+                                       "ready", "closing",    "closed"};
+    const char *state = e->state <= ST_CLOSED ? what[e->state] : "failed";
+    if (e->state == ST_CONNECTING)
+        state = perf_link_state(&e->link); /* connecting or handshake */
+    ep_fail(e, QE_TIMEOUT, "timed out after %.1f s (%s, %s)", e->run->o->op_timeout_s, state,
+            e->url);
 }
 
 static void op_timer_start(ep_t *e)
@@ -233,263 +218,84 @@ static void op_timer_start(ep_t *e)
     ev_timer_start(e->run->loop, &e->op_timer);
 }
 
-/* ================================================================ write queue */
-
-static void wq_clear(wq_t *q)
-{
-    for (size_t i = 0; i < q->count; i++)
-        qbuf_unref(q->items[(q->head + i) % q->cap]);
-    q->head = q->count = q->off = q->bytes = 0;
-}
-
-static int wq_push(wq_t *q, qbuf_t *b)
-{
-    if (q->count == q->cap) {
-        if (q->cap >= WQ_MAX_ITEMS)
-            return QE_BUSY;
-        size_t cap = q->cap ? q->cap * 2 : 64;
-        qbuf_t **items = malloc(cap * sizeof *items);
-        if (!items)
-            return -ENOMEM;
-        for (size_t i = 0; i < q->count; i++)
-            items[i] = q->items[(q->head + i) % q->cap];
-        free(q->items);
-        q->items = items;
-        q->cap = cap;
-        q->head = 0;
-    }
-    q->items[(q->head + q->count) % q->cap] = b;
-    q->count++;
-    q->bytes += b->len;
-    return 0;
-}
-
 /* ================================================================ connection */
 
-static void conn_lost(ep_t *e, const char *why)
-{
-    if (e->state == ST_CLOSING || e->state == ST_CLOSED) {
-        conn_close(e);
-        e->state = ST_CLOSED;
-        run_check_drain(e->run);
-        return;
-    }
-    ep_fail(e, -ECONNRESET, "connection to %s lost: %s", e->url, why);
-}
-
-/* Writes what the socket takes; keeps the write watcher on while bytes remain. */
-static void conn_flush(ep_t *e)
-{
-    wq_t *q = &e->wq;
-    while (q->count > 0) {
-        struct iovec iov[64];
-        int n = 0;
-        for (size_t i = 0; i < q->count && n < 64; i++) {
-            qbuf_t *b = q->items[(q->head + i) % q->cap];
-            size_t off = i == 0 ? q->off : 0;
-            iov[n].iov_base = b->data + off;
-            iov[n].iov_len = b->len - off;
-            n++;
-        }
-        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-        ssize_t w = sendmsg(e->fd, &mh, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
-            if (errno == EINTR)
-                continue;
-            conn_lost(e, strerror(errno));
-            return;
-        }
-        size_t left = (size_t)w;
-        q->bytes -= left;
-        while (left > 0) {
-            qbuf_t *b = q->items[q->head];
-            size_t rest = b->len - q->off;
-            if (left < rest) {
-                q->off += left;
-                break;
-            }
-            left -= rest;
-            qbuf_unref(b);
-            q->head = (q->head + 1) % q->cap;
-            q->count--;
-            q->off = 0;
-        }
-    }
-    if (q->count > 0)
-        ev_io_start(e->run->loop, &e->wio);
-    else
-        ev_io_stop(e->run->loop, &e->wio);
-}
-
-/* Queues frame b (takes the caller's reference) and writes what it can. */
-static void conn_send(ep_t *e, qbuf_t *b)
-{
-    if (e->fd < 0) {
-        qbuf_unref(b);
-        return;
-    }
-    int rc = wq_push(&e->wq, b);
-    if (rc != 0) {
-        qbuf_unref(b);
-        ep_fail(e, rc, "write queue bound reached");
-        return;
-    }
-    if (e->state != ST_CONNECTING && !ev_is_active(&e->wio))
-        conn_flush(e);
-}
-
-/* Sends a frame built by an encoder; an encoder failure fails the endpoint. */
-static void conn_send_rc(ep_t *e, int rc, qbuf_t *b, const char *what)
+/* Sends a frame built by an encoder on e's connection (taking b); an encoder
+ * failure or the write queue's bound fails the endpoint. A detached endpoint
+ * (its connection was just lost) drops the frame. */
+static void ep_send(ep_t *e, int rc, qbuf_t *b, const char *what)
 {
     if (rc != 0) {
         ep_fail(e, rc, "cannot encode %s: %s", what, q_strerror(rc));
         return;
     }
-    conn_send(e, b);
+    rc = perf_link_send(&e->link, b);
+    if (rc == QE_BUSY)
+        ep_fail(e, rc, "write queue bound reached");
+    else if (rc != 0 && rc != -ENOTCONN)
+        ep_fail(e, rc, "cannot send %s: %s", what, q_strerror(rc));
 }
 
-static void conn_close(ep_t *e)
-{
-    struct ev_loop *loop = e->run->loop;
-    ev_io_stop(loop, &e->rio);
-    ev_io_stop(loop, &e->wio);
-    if (e->fd >= 0)
-        close(e->fd);
-    e->fd = -1;
-    e->conn_gen++;
-    wq_clear(&e->wq);
-    e->rlen = 0;
-}
+static void ep_on_connected(ep_t *e);
 
-static void ep_on_frame(ep_t *e, frame_t *f);
-
-static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+/* Attaches e to a connection to url (its own, or a shared one); once that is
+ * CONNECTED (now or later), e sends LOOKUP (lookup_after) or creates itself. */
+static void ep_connect(ep_t *e, const char *url, bool lookup_after)
 {
-    (void)loop;
-    (void)revents;
-    ep_t *e = w->data;
-    uint64_t gen = e->conn_gen;
-    for (int round = 0; round < 16 && e->fd >= 0; round++) {
-        if (e->rlen == e->rcap) {
-            size_t need = 0;
-            int prc = frame_peek_size(e->rbuf, e->rlen, e->max_frame, &need);
-            if (prc != 0 || need <= e->rcap) {
-                ep_fail(e, prc ? prc : QE_CORRUPT, "bad frame from %s", e->url);
-                return;
-            }
-            uint8_t *nb = realloc(e->rbuf, need);
-            if (!nb) {
-                ep_fail(e, -ENOMEM, "out of memory");
-                return;
-            }
-            e->rbuf = nb;
-            e->rcap = need;
-        }
-        ssize_t n = read(e->fd, e->rbuf + e->rlen, e->rcap - e->rlen);
-        if (n == 0) {
-            conn_lost(e, "closed by the server");
-            return;
-        }
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                conn_lost(e, strerror(errno));
-            return;
-        }
-        e->rlen += (size_t)n;
-        size_t off = 0;
-        while (e->conn_gen == gen) {
-            frame_t f = {0};
-            size_t used = 0;
-            int rc = frame_decode(e->rbuf + off, e->rlen - off, e->max_frame, &f, &used);
-            if (rc == QE_AGAIN)
-                break;
-            if (rc != 0) {
-                ep_fail(e, rc, "undecodable frame from %s: %s", e->url, q_strerror(rc));
-                return;
-            }
-            off += used;
-            ep_on_frame(e, &f);
-            frame_free(&f);
-        }
-        if (e->conn_gen != gen)
-            return; /* closed or reconnected: the buffer belongs to the new connection */
-        memmove(e->rbuf, e->rbuf + off, e->rlen - off);
-        e->rlen -= off;
-        if ((size_t)n < RBUF_INITIAL / 2 && e->rlen < e->rcap)
-            return;
-    }
-}
-
-static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-    (void)revents;
-    ep_t *e = w->data;
-    if (e->state == ST_CONNECTING) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        if (getsockopt(e->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-            err = errno;
-        if (err) {
-            ep_fail(e, -err, "cannot connect to %s: %s", e->url, strerror(err));
-            return;
-        }
-        ev_io_stop(loop, &e->wio);
-        e->state = ST_HANDSHAKE;
-        ev_io_start(loop, &e->rio);
-        qbuf_t *b = NULL;
-        int rc = perf_cmd_connect(&b);
-        conn_send_rc(e, rc, b, "CONNECT");
-        return;
-    }
-    conn_flush(e);
-    if (e->fd >= 0 && e->wq.bytes < WQ_HIGH_BYTES / 2 && e->kind == EP_PRODUCER)
-        producer_pump(e);
-}
-
-/* Opens a non-blocking connection to url (host name resolution is the one
- * blocking call, made during set-up only). */
-static void conn_open(ep_t *e, const char *url, bool lookup_after)
-{
-    conn_close(e);
-    snprintf(e->url, sizeof e->url, "%s", url);
+    char target[PERF_MAX_URL];
+    snprintf(target, sizeof target, "%s", url);
+    perf_link_detach(&e->link);
+    snprintf(e->url, sizeof e->url, "%s", target);
     e->lookup_after_connect = lookup_after;
     e->state = ST_CONNECTING;
-    e->max_frame = FRAME_DEFAULT_MAX_FRAME_BYTES;
-    char host[PERF_MAX_URL], port_s[8];
-    uint16_t port;
-    if (perf_parse_url(url, host, sizeof host, &port) != 0) {
-        ep_fail(e, QE_INVALID, "unusable broker URL '%s'", url);
-        return;
-    }
-    snprintf(port_s, sizeof port_s, "%u", port);
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int grc = getaddrinfo(host, port_s, &hints, &ai);
-    if (grc != 0 || !ai) {
-        ep_fail(e, -EHOSTUNREACH, "cannot resolve %s: %s", host, gai_strerror(grc));
-        return;
-    }
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int rc = fd < 0 ? -errno : 0;
-    if (rc == 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS)
-        rc = -errno;
-    freeaddrinfo(ai);
-    if (rc != 0) {
-        if (fd >= 0)
-            close(fd);
-        ep_fail(e, rc, "cannot connect to %s: %s", url, strerror(-rc));
-        return;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    e->fd = fd;
-    ev_io_set(&e->rio, fd, EV_READ);
-    ev_io_set(&e->wio, fd, EV_WRITE);
-    ev_io_start(e->run->loop, &e->wio);
+    char err[512];
+    int rc = perf_link_attach(e->run->pool, &e->link, target, err, sizeof err);
+    if (rc < 0)
+        ep_fail(e, rc, "%s", err);
+    else if (rc == 1)
+        ep_on_connected(e);
 }
+
+/* The pool's callbacks (quire_perf_conn.c). */
+static void ep_on_frame(ep_t *e, frame_t *f);
+
+static void ep_conn_ready(void *owner)
+{
+    ep_on_connected(owner);
+}
+
+static void ep_conn_frame(void *owner, frame_t *f)
+{
+    ep_on_frame(owner, f);
+}
+
+/* e's connection is gone (e is detached): a closing endpoint is closed, any
+ * other fails, as when it had the connection to itself. */
+static void ep_conn_lost(void *owner, int rc, const char *why)
+{
+    ep_t *e = owner;
+    if ((e->state == ST_CLOSING || e->state == ST_CLOSED) && rc == -ECONNRESET) {
+        ev_timer_stop(e->run->loop, &e->op_timer);
+        e->state = ST_CLOSED;
+        run_check_drain(e->run);
+        return;
+    }
+    if (e->state == ST_FAILED || e->state == ST_CLOSED)
+        return;
+    ep_fail(e, rc, "%s", why);
+}
+
+static void ep_conn_writable(void *owner)
+{
+    producer_pump(owner);
+}
+
+static const perf_conn_cbs_t ep_conn_cbs = {
+    .ready = ep_conn_ready,
+    .frame = ep_conn_frame,
+    .lost = ep_conn_lost,
+    .writable = ep_conn_writable,
+};
 
 /* ================================================================ requests */
 
@@ -502,9 +308,10 @@ static void ep_send_lookup(ep_t *e)
 {
     e->state = ST_LOOKUP;
     e->request_id = next_request(e->run);
+    perf_link_request(&e->link, e->request_id, 1);
     qbuf_t *b = NULL;
     int rc = perf_cmd_lookup(e->topic, e->request_id, e->lookup_authoritative, &b);
-    conn_send_rc(e, rc, b, "LOOKUP");
+    ep_send(e, rc, b, "LOOKUP");
 }
 
 static void ep_send_create(ep_t *e)
@@ -512,6 +319,7 @@ static void ep_send_create(ep_t *e)
     perf_run_t *r = e->run;
     e->state = ST_CREATING;
     e->request_id = next_request(r);
+    perf_link_request(&e->link, e->request_id, 1);
     qbuf_t *b = NULL;
     int rc;
     if (e->kind == EP_PRODUCER) {
@@ -523,7 +331,7 @@ static void ep_send_create(ep_t *e)
         rc = perf_cmd_subscribe(e->topic, r->o->subscription, r->o->sub_type, e->id, e->request_id,
                                 name, r->o->sub_earliest, &b);
     }
-    conn_send_rc(e, rc, b, e->kind == EP_PRODUCER ? "PRODUCER" : "SUBSCRIBE");
+    ep_send(e, rc, b, e->kind == EP_PRODUCER ? "PRODUCER" : "SUBSCRIBE");
 }
 
 static void resolver_send(ep_t *e)
@@ -532,10 +340,11 @@ static void resolver_send(ep_t *e)
     e->state = ST_LOOKUP;
     e->request_id = r->next_request;
     r->next_request += r->o->n_topics;
-    for (size_t i = 0; i < r->o->n_topics && e->fd >= 0; i++) {
+    perf_link_request(&e->link, e->request_id, (uint32_t)r->o->n_topics);
+    for (size_t i = 0; i < r->o->n_topics && e->link.conn; i++) {
         qbuf_t *b = NULL;
         int rc = perf_cmd_partitioned_metadata(r->o->topics[i], e->request_id + i, &b);
-        conn_send_rc(e, rc, b, "PARTITIONED_METADATA");
+        ep_send(e, rc, b, "PARTITIONED_METADATA");
     }
 }
 
@@ -550,12 +359,11 @@ static bool same_broker(const char *a, const char *b)
 
 /* ================================================================ frames */
 
-static void on_connected(ep_t *e, const Pulsar__Proto__CommandConnected *c)
+/* e's connection is CONNECTED: go on with what e attached for. */
+static void ep_on_connected(ep_t *e)
 {
-    if (e->state != ST_HANDSHAKE)
+    if (e->state != ST_CONNECTING)
         return;
-    if (c->has_max_message_size && c->max_message_size > 0)
-        e->max_frame = (size_t)c->max_message_size + 10240u;
     if (e->kind == EP_RESOLVER)
         resolver_send(e);
     else if (e->lookup_after_connect)
@@ -590,14 +398,14 @@ static void on_lookup(ep_t *e, const Pulsar__Proto__CommandLookupTopicResponse *
             return;
         }
         e->lookup_authoritative = l->has_authoritative && l->authoritative;
-        conn_open(e, target, true);
+        ep_connect(e, target, true);
         return;
     }
     if ((l->has_proxy_through_service_url && l->proxy_through_service_url) ||
         same_broker(target, e->url))
         ep_send_create(e);
     else
-        conn_open(e, target, false);
+        ep_connect(e, target, false);
 }
 
 static void on_partitions(ep_t *e, const Pulsar__Proto__CommandPartitionedTopicMetadataResponse *m)
@@ -623,7 +431,7 @@ static void on_partitions(ep_t *e, const Pulsar__Proto__CommandPartitionedTopicM
     e->partitions[i] = m->has_partitions ? m->partitions : 0;
     if (++e->resolved == r->o->n_topics) {
         ev_timer_stop(r->loop, &e->op_timer);
-        conn_close(e);
+        perf_link_detach(&e->link);
         e->state = ST_CLOSED;
         run_setup(r);
     }
@@ -646,8 +454,8 @@ static void on_producer_success(ep_t *e, const Pulsar__Proto__CommandProducerSuc
     e->have_name = true;
     bool reconnect = e->epoch > 0;
     /* Resend what was in flight when the broker closed the producer. */
-    for (size_t i = 0; i < e->if_count && e->fd >= 0; i++)
-        conn_send(e, qbuf_ref(e->inflight[(e->if_head + i) % e->if_cap].frame));
+    for (size_t i = 0; i < e->if_count && e->link.conn; i++)
+        ep_send(e, 0, qbuf_ref(e->inflight[(e->if_head + i) % e->if_cap].frame), "SEND");
     if (reconnect) {
         ev_timer_stop(e->run->loop, &e->op_timer);
         e->state = ST_READY;
@@ -663,7 +471,7 @@ static void on_success(ep_t *e, uint64_t request_id)
         return;
     if (e->state == ST_CLOSING) {
         ev_timer_stop(e->run->loop, &e->op_timer);
-        conn_close(e);
+        perf_link_detach(&e->link);
         e->state = ST_CLOSED;
         run_check_drain(e->run);
         return;
@@ -673,7 +481,7 @@ static void on_success(ep_t *e, uint64_t request_id)
     bool reconnect = e->epoch > 0;
     qbuf_t *b = NULL;
     int rc = perf_cmd_flow(e->id, e->run->o->receiver_queue_size, &b);
-    conn_send_rc(e, rc, b, "FLOW");
+    ep_send(e, rc, b, "FLOW");
     e->permits_unsent = 0;
     if (reconnect) {
         ev_timer_stop(e->run->loop, &e->op_timer);
@@ -707,24 +515,6 @@ static void on_broker_close(ep_t *e)
     if (e->kind == EP_PRODUCER)
         ev_timer_stop(e->run->loop, &e->pace_timer);
     ep_begin(e);
-}
-
-static void on_auth_challenge(ep_t *e)
-{
-    Pulsar__Proto__AuthData ad = PULSAR__PROTO__AUTH_DATA__INIT;
-    ad.auth_method_name = (char *)"none";
-    ad.has_auth_data = 1;
-    Pulsar__Proto__CommandAuthResponse ar = PULSAR__PROTO__COMMAND_AUTH_RESPONSE__INIT;
-    ar.client_version = (char *)PERF_CLIENT_VERSION;
-    ar.response = &ad;
-    ar.has_protocol_version = 1;
-    ar.protocol_version = PERF_PROTOCOL_VERSION;
-    Pulsar__Proto__BaseCommand b = PULSAR__PROTO__BASE_COMMAND__INIT;
-    b.type = PULSAR__PROTO__BASE_COMMAND__TYPE__AUTH_RESPONSE;
-    b.authresponse = &ar;
-    qbuf_t *out = NULL;
-    int rc = frame_encode_command(&b, &out);
-    conn_send_rc(e, rc, out, "AUTH_RESPONSE");
 }
 
 /* ---------------------------------------------------------------- producer */
@@ -792,7 +582,7 @@ static void consumer_flush_acks(ep_t *c)
     qbuf_t *b = NULL;
     int rc = perf_cmd_ack(c->id, c->run->o->ack_type, c->acks, c->n_acks, &b);
     c->n_acks = 0;
-    conn_send_rc(c, rc, b, "ACK");
+    ep_send(c, rc, b, "ACK");
 }
 
 static void ack_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -850,7 +640,7 @@ static void on_message(ep_t *c, const Pulsar__Proto__CommandMessage *m, const fr
         qbuf_t *b = NULL;
         rc = perf_cmd_flow(c->id, c->permits_unsent, &b);
         c->permits_unsent = 0;
-        conn_send_rc(c, rc, b, "FLOW");
+        ep_send(c, rc, b, "FLOW");
     }
     if (r->o->mode == PERF_MODE_CONSUME && r->o->messages && r->consumed_total >= r->o->messages &&
         r->phase == P_RUN)
@@ -863,19 +653,7 @@ static void on_message(ep_t *c, const Pulsar__Proto__CommandMessage *m, const fr
 static void ep_on_frame(ep_t *e, frame_t *f)
 {
     const Pulsar__Proto__BaseCommand *c = f->cmd;
-    qbuf_t *b = NULL;
-    int rc;
     switch (c->type) {
-    case PULSAR__PROTO__BASE_COMMAND__TYPE__PING:
-        rc = cmd_encode_pong(&b);
-        conn_send_rc(e, rc, b, "PONG");
-        break;
-    case PULSAR__PROTO__BASE_COMMAND__TYPE__CONNECTED:
-        on_connected(e, c->connected);
-        break;
-    case PULSAR__PROTO__BASE_COMMAND__TYPE__AUTH_CHALLENGE:
-        on_auth_challenge(e);
-        break;
     case PULSAR__PROTO__BASE_COMMAND__TYPE__PARTITIONED_METADATA_RESPONSE:
         on_partitions(e, c->partitionmetadataresponse);
         break;
@@ -906,7 +684,7 @@ static void ep_on_frame(ep_t *e, frame_t *f)
         if (e->state == ST_READY || e->state == ST_CLOSING)
             on_broker_close(e);
         break;
-    default: /* PONG, ACK_RESPONSE, ACTIVE_CONSUMER_CHANGE, ...: nothing to do */
+    default: /* the connection routes nothing else to an endpoint */
         break;
     }
 }
@@ -943,7 +721,7 @@ static void producer_flush(ep_t *p)
     f->frame = qbuf_ref(frame);
     p->if_count++;
     perf_batch_reset(&p->batch);
-    conn_send(p, frame);
+    ep_send(p, 0, frame, "SEND");
 }
 
 static void batch_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -993,7 +771,7 @@ static void producer_pump(ep_t *p)
         return;
     uint64_t now = clock_mono_ns();
     while (p->state == ST_READY && r->phase == P_RUN) {
-        if (p->pending_msgs >= o->max_pending || p->wq.bytes > WQ_HIGH_BYTES)
+        if (p->pending_msgs >= o->max_pending || perf_link_congested(&p->link))
             break;
         if (o->messages && r->issued >= o->messages) {
             perf_run_stop(r);
@@ -1033,7 +811,7 @@ static void ep_begin(ep_t *e)
     e->redirects = 0;
     e->lookup_authoritative = false;
     op_timer_start(e);
-    conn_open(e, e->run->o->service_url, true);
+    ep_connect(e, e->run->o->service_url, true);
 }
 
 static ep_t *ep_new(perf_run_t *r, ep_kind_t kind, size_t index, const char *topic)
@@ -1044,23 +822,18 @@ static ep_t *ep_new(perf_run_t *r, ep_kind_t kind, size_t index, const char *top
     e->run = r;
     e->kind = kind;
     e->index = index;
-    e->fd = -1;
     e->id = r->next_id++;
     snprintf(e->topic, sizeof e->topic, "%s", topic ? topic : "(partitioned metadata)");
-    ev_io_init(&e->rio, conn_read_cb, -1, EV_READ);
-    ev_io_init(&e->wio, conn_write_cb, -1, EV_WRITE);
-    e->rio.data = e->wio.data = e;
+    e->link.owner = e;
+    e->link.kind = kind == EP_PRODUCER   ? PERF_LINK_PRODUCER
+                   : kind == EP_CONSUMER ? PERF_LINK_CONSUMER
+                                         : PERF_LINK_RESOLVER;
+    e->link.id = e->id;
     ev_timer_init(&e->op_timer, op_timer_cb, 1, 0);
     ev_timer_init(&e->pace_timer, pace_timer_cb, 1, 0);
     ev_timer_init(&e->batch_timer, batch_timer_cb, 1, 0);
     ev_timer_init(&e->ack_timer, ack_timer_cb, 1, 0);
     e->op_timer.data = e->pace_timer.data = e->batch_timer.data = e->ack_timer.data = e;
-    e->rcap = RBUF_INITIAL;
-    e->rbuf = malloc(e->rcap);
-    if (!e->rbuf) {
-        free(e);
-        return NULL;
-    }
     const perf_opts_t *o = r->o;
     if (kind == EP_PRODUCER) {
         size_t ring = 1;
@@ -1100,15 +873,13 @@ static void ep_free(ep_t *e)
     if (!e)
         return;
     struct ev_loop *loop = e->run->loop;
-    conn_close(e);
+    perf_link_detach(&e->link);
     ev_timer_stop(loop, &e->op_timer);
     ev_timer_stop(loop, &e->pace_timer);
     ev_timer_stop(loop, &e->batch_timer);
     ev_timer_stop(loop, &e->ack_timer);
     for (size_t i = 0; i < e->if_count; i++)
         qbuf_unref(e->inflight[(e->if_head + i) % e->if_cap].frame);
-    free(e->wq.items);
-    free(e->rbuf);
     free(e->sched_ns);
     free(e->inflight);
     free(e->payload);
@@ -1187,8 +958,11 @@ static void run_start_measuring(perf_run_t *r)
         ev_timer_set(&r->phase_timer, first, 0);
         ev_timer_start(r->loop, &r->phase_timer);
     }
-    fprintf(r->out, "quire-perf: %zu producer(s), %zu consumer(s) on %zu topic(s) ready%s\n",
-            r->n_prod, r->n_cons, r->n_topics, r->warmup ? "; warming up" : "");
+    fprintf(r->out,
+            "quire-perf: %zu producer(s), %zu consumer(s) on %zu topic(s) ready, "
+            "%llu connection(s) opened%s\n",
+            r->n_prod, r->n_cons, r->n_topics, (unsigned long long)perf_pool_opened(r->pool),
+            r->warmup ? "; warming up" : "");
     fflush(r->out);
     /* Producers start staggered over one period of the total rate. */
     double per = r->n_prod ? r->o->rate / (double)r->n_prod : 0;
@@ -1330,7 +1104,7 @@ static void run_close_begin(perf_run_t *r)
         r->end_ns = now;
     r->phase = P_CLOSE;
     if (r->resolver && r->resolver->state != ST_CLOSED) {
-        conn_close(r->resolver);
+        perf_link_detach(&r->resolver->link);
         ev_timer_stop(r->loop, &r->resolver->op_timer);
         r->resolver->state = ST_CLOSED;
     }
@@ -1338,15 +1112,16 @@ static void run_close_begin(perf_run_t *r)
         ep_t *e = r->eps[i];
         ev_timer_stop(r->loop, &e->pace_timer);
         ev_timer_stop(r->loop, &e->batch_timer);
-        if (e->state != ST_READY) {
+        if (e->state != ST_READY || !e->link.conn) {
             ev_timer_stop(r->loop, &e->op_timer);
-            conn_close(e);
+            perf_link_detach(&e->link);
             if (e->state != ST_FAILED)
                 e->state = ST_CLOSED;
             continue;
         }
         qbuf_t *b = NULL;
         e->request_id = next_request(r);
+        perf_link_request(&e->link, e->request_id, 1);
         int rc;
         if (e->kind == EP_CONSUMER) {
             consumer_flush_acks(e);
@@ -1356,7 +1131,7 @@ static void run_close_begin(perf_run_t *r)
         }
         e->state = ST_CLOSING;
         op_timer_start(e);
-        conn_send_rc(e, rc, b, "CLOSE");
+        ep_send(e, rc, b, "CLOSE");
     }
     ev_timer_stop(r->loop, &r->drain_timer);
     ev_timer_set(&r->drain_timer, r->o->op_timeout_s, 0);
@@ -1385,12 +1160,10 @@ static void run_done(perf_run_t *r)
         ev_timer_stop(r->loop, &e->ack_timer);
         ev_timer_stop(r->loop, &e->pace_timer);
         ev_timer_stop(r->loop, &e->batch_timer);
-        conn_close(e);
     }
-    if (r->resolver) {
-        conn_close(r->resolver);
+    if (r->resolver)
         ev_timer_stop(r->loop, &r->resolver->op_timer);
-    }
+    perf_pool_close_all(r->pool);
     ev_break(r->loop, EVBREAK_ALL);
 }
 
@@ -1406,6 +1179,10 @@ int perf_run_create(struct ev_loop *loop, const perf_opts_t *o, FILE *report_out
     r->out = report_out ? report_out : stdout;
     r->next_id = 1;
     r->next_request = 1;
+    if (perf_pool_create(loop, o->max_connections, &ep_conn_cbs, &r->pool) != 0) {
+        free(r);
+        return -ENOMEM;
+    }
     perf_stats_reset(&r->iv);
     perf_stats_reset(&r->tot);
     ev_timer_init(&r->report_timer, report_timer_cb, 1, 1);
@@ -1490,6 +1267,7 @@ void perf_run_free(perf_run_t *r)
     for (size_t i = 0; i < r->n_eps; i++)
         ep_free(r->eps[i]);
     ep_free(r->resolver);
+    perf_pool_free(r->pool);
     free(r->eps);
     for (size_t i = 0; i < r->n_topics; i++)
         free(r->topics[i]);

@@ -186,7 +186,10 @@ void perf_usage(FILE *f)
           "  --keys N                   keyed messages over N distinct keys (default 0)\n"
           "  --report-interval-s S      (default 5)\n"
           "  --json FILE                write the final report as JSON\n"
-          "  --op-timeout-s S           bound on connect/lookup/create/close (default 30)\n",
+          "  --op-timeout-s S           bound on connect/lookup/create/close (default 30)\n"
+          "  --max-connections N        share N connections per broker among all producers\n"
+          "                             and consumers, as a Pulsar client does; 0 = one\n"
+          "                             connection per producer/consumer (default 0)\n",
           f);
 }
 
@@ -219,6 +222,7 @@ enum {
     OPT_INTERVAL,
     OPT_JSON,
     OPT_OPTIMEOUT,
+    OPT_MAXCONN,
     OPT_HELP,
 };
 
@@ -252,6 +256,8 @@ static const struct option long_opts[] = {
     {"report-interval-s", required_argument, 0, OPT_INTERVAL},
     {"json", required_argument, 0, OPT_JSON},
     {"op-timeout-s", required_argument, 0, OPT_OPTIMEOUT},
+    {"max-connections", required_argument, 0, OPT_MAXCONN},
+    {"connections-per-broker", required_argument, 0, OPT_MAXCONN},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -394,6 +400,10 @@ static int opts_apply(perf_opts_t *o, int c, const char *v, const char **prefix,
         return o->json_path ? 0 : -ENOMEM;
     case OPT_OPTIMEOUT:
         return parse_double(v, 0.1, 3600, &o->op_timeout_s);
+    case OPT_MAXCONN:
+        rc = parse_u64(v, 0, PERF_MAX_CONNECTIONS, &u);
+        o->max_connections = (uint32_t)u;
+        return rc;
     default:
         return QE_INVALID;
     }

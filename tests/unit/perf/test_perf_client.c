@@ -47,6 +47,8 @@ struct fake {
     uint32_t partitions;
     bool redirect;
     bool producer_busy;
+    int close_at_send; /* the Nth SEND: CLOSE_PRODUCER and CLOSE_CONSUMER (unload) */
+    int drop_at_send;  /* the Nth SEND: close the connection */
     int connects, lookups, redirects, sends, flows, pongs, close_prod, close_cons;
     int64_t acked_ids, entry_id;
 };
@@ -82,6 +84,10 @@ static void fake_send(fconn_t *c, const frame_t *f)
     cmd_message_id_t id = {1, s->entry_id++, -1, -1};
     s->sends++;
     CU_ASSERT_TRUE(f->checksum_ok);
+    if (s->sends == s->drop_at_send) {
+        shutdown(c->fd, SHUT_RDWR);
+        return;
+    }
     CU_ASSERT_EQUAL(
         cmd_encode_send_receipt(sd->producer_id, sd->sequence_id, sd->highest_sequence_id, &id, &b),
         0);
@@ -93,7 +99,15 @@ static void fake_send(fconn_t *c, const frame_t *f)
         CU_ASSERT_EQUAL(
             cmd_encode_message(s->cons[i].id, &id, 0, NULL, 0, f->payload, f->payload_len, &b), 0);
         fake_write(s->cons[i].c, b);
+        if (s->sends == s->close_at_send) {
+            CU_ASSERT_EQUAL(cmd_encode_close_consumer(s->cons[i].id, 0, NULL, NULL, &b), 0);
+            fake_write(s->cons[i].c, b);
+        }
         break;
+    }
+    if (p && s->sends == s->close_at_send) {
+        CU_ASSERT_EQUAL(cmd_encode_close_producer(p->id, 0, NULL, NULL, &b), 0);
+        fake_write(c, b);
     }
 }
 
@@ -375,6 +389,196 @@ static void test_both_partitioned(void)
     ev_loop_destroy(loop);
 }
 
+/* --max-connections 1: the resolver, both partitions' producers and consumers
+ * and the redirected lookups share one connection, multiplexed by id. */
+static void test_shared_connection(void)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    fake_t *s = fake_start(loop);
+    s->partitions = 2;
+    s->redirect = true;
+    char *argv[] = {"quire-perf",
+                    "both",
+                    "--service-url",
+                    s->url,
+                    "--topics",
+                    "t,u",
+                    "--messages",
+                    "400",
+                    "--rate",
+                    "0",
+                    "--size",
+                    "64",
+                    "--batch-max-messages",
+                    "10",
+                    "--warmup-seconds",
+                    "0",
+                    "--report-interval-s",
+                    "100",
+                    "--op-timeout-s",
+                    "5",
+                    "--receiver-queue-size",
+                    "100",
+                    "--max-connections",
+                    "1"};
+    perf_opts_t o;
+    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 15);
+    CU_ASSERT_EQUAL(perf_run_status(r), 0);
+    if (perf_run_status(r) != 0)
+        fprintf(stderr, "run error: %s\n", perf_run_error(r));
+    double d = 0;
+    const perf_stats_t *t = perf_run_totals(r, &d);
+    CU_ASSERT_EQUAL(t->produced_msgs, 400);
+    CU_ASSERT_EQUAL(t->consumed_msgs, 400);
+    CU_ASSERT_EQUAL(t->e2e_us.total, 400);
+    CU_ASSERT_EQUAL(s->connects, 1);
+    CU_ASSERT_EQUAL(s->n_conns, 1);
+    CU_ASSERT_EQUAL(s->redirects, 8);
+    CU_ASSERT_EQUAL(s->n_prods, 4);
+    CU_ASSERT_EQUAL(s->n_cons, 4);
+    for (int i = 0; i < s->n_prods; i++) /* distinct ids on the one connection */
+        for (int k = 0; k < s->n_cons; k++)
+            CU_ASSERT_NOT_EQUAL(s->prods[i].id, s->cons[k].id);
+    CU_ASSERT_EQUAL(s->acked_ids, s->sends);
+    CU_ASSERT_EQUAL(s->close_prod, 4);
+    CU_ASSERT_EQUAL(s->close_cons, 4);
+    perf_run_free(r);
+    perf_opts_free(&o);
+    fake_stop(s);
+    ev_loop_destroy(loop);
+}
+
+/* --max-connections 3 with 8 endpoints: three connections, round-robin. */
+static void test_connection_pool(void)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    fake_t *s = fake_start(loop);
+    char *argv[] = {"quire-perf",
+                    "both",
+                    "--service-url",
+                    s->url,
+                    "--topic-prefix",
+                    "p",
+                    "--num-topics",
+                    "4",
+                    "--messages",
+                    "200",
+                    "--rate",
+                    "0",
+                    "--warmup-seconds",
+                    "0",
+                    "--report-interval-s",
+                    "100",
+                    "--op-timeout-s",
+                    "5",
+                    "--max-connections",
+                    "3",
+                    "--disable-batching",
+                    "--size",
+                    "16"};
+    perf_opts_t o;
+    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 15);
+    CU_ASSERT_EQUAL(perf_run_status(r), 0);
+    const perf_stats_t *t = perf_run_totals(r, &(double){0});
+    CU_ASSERT_EQUAL(t->produced_msgs, 200);
+    CU_ASSERT_EQUAL(t->consumed_msgs, 200);
+    CU_ASSERT_EQUAL(s->connects, 3);
+    CU_ASSERT_EQUAL(s->n_prods, 4);
+    CU_ASSERT_EQUAL(s->n_cons, 4);
+    perf_run_free(r);
+    perf_opts_free(&o);
+    fake_stop(s);
+    ev_loop_destroy(loop);
+}
+
+/* A shared connection: the broker closes a producer and a consumer (as on an
+ * unload); both re-create themselves on it and the run completes. */
+static void test_shared_broker_close(void)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    fake_t *s = fake_start(loop);
+    s->close_at_send = 50;
+    char *argv[] = {"quire-perf",
+                    "both",
+                    "--service-url",
+                    s->url,
+                    "--topic-prefix",
+                    "bc",
+                    "--num-topics",
+                    "3",
+                    "--messages",
+                    "300",
+                    "--rate",
+                    "3000",
+                    "--warmup-seconds",
+                    "0",
+                    "--report-interval-s",
+                    "100",
+                    "--op-timeout-s",
+                    "5",
+                    "--max-connections",
+                    "1",
+                    "--disable-batching",
+                    "--size",
+                    "16"};
+    perf_opts_t o;
+    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 15);
+    CU_ASSERT_EQUAL(perf_run_status(r), 0);
+    if (perf_run_status(r) != 0)
+        fprintf(stderr, "run error: %s\n", perf_run_error(r));
+    const perf_stats_t *t = perf_run_totals(r, &(double){0});
+    CU_ASSERT_EQUAL(t->produced_msgs, 300);
+    CU_ASSERT_TRUE(t->consumed_msgs >= 300); /* the fake does not dedup resends */
+    CU_ASSERT_EQUAL(s->connects, 1);
+    CU_ASSERT_EQUAL(s->n_prods, 4); /* 3 + the re-created one */
+    CU_ASSERT_EQUAL(s->n_cons, 4);
+    perf_run_free(r);
+    perf_opts_free(&o);
+    fake_stop(s);
+    ev_loop_destroy(loop);
+}
+
+/* A shared connection lost: every producer/consumer on it fails the run
+ * (as one that had it to itself), which ends at once with the reason. */
+static void test_shared_lost(void)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    fake_t *s = fake_start(loop);
+    s->drop_at_send = 20;
+    char *argv[] = {"quire-perf",
+                    "both",
+                    "--service-url",
+                    s->url,
+                    "--topic-prefix",
+                    "lost",
+                    "--num-topics",
+                    "3",
+                    "--messages",
+                    "300",
+                    "--rate",
+                    "3000",
+                    "--warmup-seconds",
+                    "0",
+                    "--report-interval-s",
+                    "100",
+                    "--op-timeout-s",
+                    "5",
+                    "--max-connections",
+                    "1",
+                    "--disable-batching",
+                    "--size",
+                    "16"};
+    perf_opts_t o;
+    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 15);
+    CU_ASSERT_NOT_EQUAL(perf_run_status(r), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(perf_run_error(r), "lost"));
+    CU_ASSERT_EQUAL(s->connects, 1);
+    perf_run_free(r);
+    perf_opts_free(&o);
+    fake_stop(s);
+    ev_loop_destroy(loop);
+}
+
 static void test_paced_produce(void)
 {
     struct ev_loop *loop = ev_loop_new(0);
@@ -458,6 +662,10 @@ void perf_register_client(void)
 {
     CU_pSuite s = CU_add_suite("perf_client", NULL, NULL);
     CU_add_test(s, "both, partitioned, redirect, batches, LZ4", test_both_partitioned);
+    CU_add_test(s, "--max-connections 1: one shared connection", test_shared_connection);
+    CU_add_test(s, "--max-connections 3: round-robin pool", test_connection_pool);
+    CU_add_test(s, "shared connection: broker closes, re-create", test_shared_broker_close);
+    CU_add_test(s, "shared connection lost fails the run", test_shared_lost);
     CU_add_test(s, "paced produce with warm-up", test_paced_produce);
     CU_add_test(s, "ProducerBusy fails the run", test_producer_busy);
     CU_add_test(s, "connection refused fails the run", test_refused);
