@@ -162,33 +162,55 @@ bool ml_cursors_slowest(const managed_ledger_t *ml, ml_pos_t *mark_delete)
     return any;
 }
 
-bool ml_cursors_any_open(const managed_ledger_t *ml)
+/* c reads pos soon: it is at most ML_CACHE_BACKLOG_ENTRIES before it. A cursor
+ * two ledgers or more behind the current one is far behind whatever the count
+ * (and counting would walk the ledger list on every add). */
+static bool cursor_tails(const managed_ledger_t *ml, const ml_cursor_t *c, ml_pos_t pos)
+{
+    if (ml_pos_cmp(c->read_pos, pos) >= 0)
+        return true;
+    const ml_ledger_list_t *l = &ml->ledgers;
+    if (l->n >= 2 && c->read_pos.ledger_id < l->v[l->n - 2].ledger_id)
+        return false;
+    return ml_list_count(l, c->read_pos, pos) <= ML_CACHE_BACKLOG_ENTRIES;
+}
+
+bool ml_cursors_any_tailing(const managed_ledger_t *ml, ml_pos_t pos)
 {
     for (const ml_cursor_t *c = ml->cursors; c; c = c->next)
-        if (!c->deleted && c->handle_refs > 0)
+        if (!c->deleted && c->handle_refs > 0 && cursor_tails(ml, c, pos))
             return true;
     return false;
 }
 
-/* Evicts the cached entries below every open cursor's read position. Stops
- * early (nothing to evict) at the first cursor still at or before the oldest
- * cached entry, so with tailing cursors only the last to read one walks them
- * all; past ML_CACHE_READERS_MAX cursors it leaves eviction to age and size. */
+/* Evicts the cached entries below every tailing cursor's read position. Stops
+ * early (nothing to evict) at the first tailing cursor still at or before the
+ * oldest cached entry, so with tailing cursors only the last to read one walks
+ * them all; a backlogged cursor (far behind the oldest cached entry) reads
+ * from the ledgers and holds nothing. Past ML_CACHE_READERS_MAX cursors it
+ * leaves eviction to age and size. */
 void ml_cache_read_past(managed_ledger_t *ml)
 {
     ml_pos_t oldest, slowest = ML_POS_EARLIEST;
     if (!ml_cache_oldest(ml->f->cache, ml, &oldest))
         return;
     size_t n = 0;
+    bool any = false;
     for (const ml_cursor_t *c = ml->cursors; c; c = c->next) {
         if (c->deleted || c->handle_refs <= 0)
             continue;
-        if (++n > ML_CACHE_READERS_MAX || ml_pos_cmp(c->read_pos, oldest) <= 0)
+        if (++n > ML_CACHE_READERS_MAX)
             return;
-        if (n == 1 || ml_pos_cmp(c->read_pos, slowest) < 0)
+        if (ml_pos_cmp(c->read_pos, oldest) <= 0) {
+            if (cursor_tails(ml, c, oldest))
+                return;
+            continue;
+        }
+        if (!any || ml_pos_cmp(c->read_pos, slowest) < 0)
             slowest = c->read_pos;
+        any = true;
     }
-    if (n > 0)
+    if (any)
         ml_cache_evict_before(ml->f->cache, ml, slowest);
 }
 

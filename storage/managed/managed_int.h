@@ -52,6 +52,7 @@
 #define ML_TRIM_INTERVAL_S 60.0              /* periodic retention check */
 #define ML_CACHE_AGE_S 1.0                   /* cached entries older than this are evicted */
 #define ML_CACHE_READERS_MAX 64              /* cursors walked to evict what all have read */
+#define ML_CACHE_BACKLOG_ENTRIES 1000 /* a cursor further behind is not served by the cache */
 
 /* memmove that accepts NULL pointers when n == 0 (empty arrays). */
 static inline void ml_move(void *dst, const void *src, size_t n)
@@ -363,8 +364,9 @@ void ml_close_step(managed_ledger_t *ml);
 /* Cursors (cursor.c). */
 int ml_cursors_load(managed_ledger_t *ml, ml_done_cb cb, void *arg);
 bool ml_cursors_slowest(const managed_ledger_t *ml, ml_pos_t *mark_delete);
-/* True if a cursor is open (a reader the entry cache can serve). */
-bool ml_cursors_any_open(const managed_ledger_t *ml);
+/* True if an open cursor is at most ML_CACHE_BACKLOG_ENTRIES before pos (a
+ * reader the entry cache can serve; Pulsar's active, not backlogged, cursor). */
+bool ml_cursors_any_tailing(const managed_ledger_t *ml, ml_pos_t pos);
 /* Entry cache: puts an added entry if a cursor may read it (managed_ledger.c);
  * evicts what every open cursor has read (after a cursor's read). */
 void ml_cache_added(managed_ledger_t *ml, ml_pos_t pos, qbuf_t *data);

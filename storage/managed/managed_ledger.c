@@ -103,7 +103,7 @@ void ml_factory_set_cache_age(ml_factory_t *f, double seconds)
 
 void ml_cache_added(managed_ledger_t *ml, ml_pos_t pos, qbuf_t *data)
 {
-    if (!ml_cursors_any_open(ml))
+    if (!ml_cursors_any_tailing(ml, pos))
         return; /* nobody tails this log: a later reader reads the ledger */
     ml_cache_put(ml->f->cache, ml, pos, data, ev_now(ml->f->loop));
     cache_timer_arm(ml->f);

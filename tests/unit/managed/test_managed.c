@@ -939,6 +939,42 @@ static void test_cache_eviction_follows_cursors(void)
     free(dir);
 }
 
+/* A cursor more than ML_CACHE_BACKLOG_ENTRIES behind is backlogged: entries
+ * past that distance are not cached for it (it reads the ledgers). */
+static void test_cache_skips_backlogged_cursor(void)
+{
+    char *dir = test_tmpdir("ml-backlog");
+    tstack_t s;
+    TEST_REQUIRE(stack_open(&s, dir, 8u << 20) == 0);
+    ml_config_t cfg = small_config();
+    cfg.max_entries_per_ledger = 5000;
+    managed_ledger_t *ml = open_ml(&s, "t/backlog", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    ml_factory_set_cache_age(s.f, 0); /* only the backlog rule decides here */
+    ml_cursor_t *c = open_cursor(&s, ml, "idle", ML_POS_LATEST, true);
+    TEST_REQUIRE(c != NULL);
+    adds_t a;
+    for (int k = 0; k < 3; k++) /* entries 0..1199 */
+        CU_ASSERT_EQUAL(add_entries(&s, ml, "b", k * 400, 400, 0, &a), 400);
+    ml_cache_stats_t cs;
+    ml_cache_get_stats(ml_factory_cache(s.f), &cs);
+    CU_ASSERT_EQUAL(cs.inserts, ML_CACHE_BACKLOG_ENTRIES + 1); /* 0..1000 */
+    got_t g;
+    CU_ASSERT_EQUAL(cursor_read(&s, c, 100, &g), 0); /* served by the cache */
+    CU_ASSERT_EQUAL(g.n, 100);
+    CU_ASSERT_TRUE(text_is(&g, 99, "b", 99));
+    ml_read_stats_t rs;
+    ml_get_read_stats(ml, &rs);
+    CU_ASSERT_EQUAL(rs.cache_hits, 100);
+    ml_cache_get_stats(ml_factory_cache(s.f), &cs);
+    CU_ASSERT_EQUAL(cs.entries, ML_CACHE_BACKLOG_ENTRIES + 1 - 100);
+    CU_ASSERT_EQUAL(close_cursor(&s, c), 0);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    stack_close(&s);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_pending_adds_bounded(void)
 {
     char *dir = test_tmpdir("ml-bound");
@@ -1083,6 +1119,7 @@ void register_managed_suite(void)
     CU_add_test(s, "tailing reads served from the cache", test_tailing_reads_from_cache);
     CU_add_test(s, "cache eviction follows the slowest cursor and age",
                 test_cache_eviction_follows_cursors);
+    CU_add_test(s, "cache skips a backlogged cursor", test_cache_skips_backlogged_cursor);
     CU_add_test(s, "pending adds bounded", test_pending_adds_bounded);
     CU_add_test(s, "concurrent open, properties", test_concurrent_open_and_properties);
     CU_add_test(s, "rollover by time", test_rollover_by_time);
