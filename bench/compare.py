@@ -28,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PULSAR_DIR = os.path.join(ROOT, "bench", "pulsar")
 PCTS = ["p50", "p95", "p99", "p99.9", "p99.99", "max"]
 CLK = os.sysconf("SC_CLK_TCK")
+QUIRE_EXTRA_ARGS = []  # --quire-arg
 
 
 def log(*a):
@@ -101,6 +102,7 @@ class Sampler:
 
 class Quire:
     kind = "quire"
+    # not a scenario parameter: --quire-arg, to try a server setting (e.g. a read size)
 
     def __init__(self, build, workdir, label="quire"):
         self.bin = os.path.join(build, "src", "quire")
@@ -114,7 +116,8 @@ class Quire:
         self.proc = subprocess.Popen(
             [self.bin, "standalone", "--data-dir", self.data, "--bindAddress=127.0.0.1",
              "--advertisedAddress=127.0.0.1", "--brokerServicePort=%d" % self.port,
-             "--webServicePort=%d" % self.wport, "--journalSyncData=true", "--logLevel=warn"],
+             "--webServicePort=%d" % self.wport, "--journalSyncData=true", "--logLevel=warn"]
+            + QUIRE_EXTRA_ARGS,
             stdout=self.logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         while not port_accepts(self.port):
             if self.proc.poll() is not None or time.monotonic() - t0 > 30:
@@ -535,11 +538,14 @@ def main():
     ap.add_argument("--idle-s", type=int, default=30)
     ap.add_argument("--xcheck-rate", type=int, default=20000)
     ap.add_argument("--xcheck-seconds", type=int, default=30)
+    ap.add_argument("--quire-arg", action="append", default=[],
+                    help="extra quire standalone argument, e.g. --quire-arg=--dispatcherMaxReadSizeBytes=1048576")
     ap.add_argument("--no-freeze", action="store_true", help="do not SIGSTOP the idle server")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", time.strftime("%Y%m%d-%H%M%S")))
     ap.add_argument("--report-only", metavar="RESULTS_JSON",
                     help="no runs: print the table and draw the plots of an earlier results.json (into its folder)")
     a = ap.parse_args()
+    QUIRE_EXTRA_ARGS.extend(a.quire_arg)
     if a.report_only:
         d = json.load(open(a.report_only))
         labels = ["quire"] + ["pulsar-" + c for c in d["args"]["pulsar"].split(",") if c in ("fsync", "nofsync")]

@@ -80,6 +80,7 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
         {"brokerMaxConnections", 0, 0, 1000000},
         {"maxPendingPublishRequestsBytesPerConnection", 32 << 20, 1 << 20, 1 << 30},
         {"dispatcherMaxReadBatchSize", 100, 1, 10000},
+        {"dispatcherMaxReadSizeBytes", 5 << 20, 1024, 100 << 20},
         {"managedLedgerDefaultEnsembleSize", 1, 1, 64},
         {"managedLedgerDefaultWriteQuorum", 1, 1, 64},
         {"managedLedgerDefaultAckQuorum", 1, 1, 64},
@@ -101,17 +102,18 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
     cfg->max_connections = (uint32_t)v[5];
     cfg->max_pending_publish_bytes = (uint32_t)v[6];
     cfg->dispatcher_max_read_batch = (uint32_t)v[7];
-    cfg->ml.quorum = (ledger_quorum_t){(int)v[8], (int)v[9], (int)v[10]};
-    cfg->ml.max_entries_per_ledger = (uint64_t)v[11];
-    cfg->ml.max_ledger_size_bytes = (uint64_t)v[12] << 20;
-    cfg->ml.max_ledger_rollover_time_s = (uint32_t)v[13] * 60;
-    cfg->default_retention_time_min = v[14];
-    cfg->default_retention_size_mb = v[15];
-    if (!(v[10] <= v[9] && v[9] <= v[8])) {
+    cfg->dispatcher_max_read_bytes = (uint32_t)v[8];
+    cfg->ml.quorum = (ledger_quorum_t){(int)v[9], (int)v[10], (int)v[11]};
+    cfg->ml.max_entries_per_ledger = (uint64_t)v[12];
+    cfg->ml.max_ledger_size_bytes = (uint64_t)v[13] << 20;
+    cfg->ml.max_ledger_rollover_time_s = (uint32_t)v[14] * 60;
+    cfg->default_retention_time_min = v[15];
+    cfg->default_retention_size_mb = v[16];
+    if (!(v[11] <= v[10] && v[10] <= v[9])) {
         snprintf(err, err_len,
                  "managedLedgerDefault{AckQuorum <= WriteQuorum <= EnsembleSize} does not hold: "
                  "%lld, %lld, %lld",
-                 (long long)v[10], (long long)v[9], (long long)v[8]);
+                 (long long)v[11], (long long)v[10], (long long)v[9]);
         return QE_INVALID;
     }
     if (get_bool(q, "allowAutoTopicCreation", true, &cfg->allow_auto_topic_creation, err, err_len) <

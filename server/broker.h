@@ -39,6 +39,7 @@ typedef struct broker_config {
     uint32_t max_connections;             /* brokerMaxConnections (0 = 10000) */
     uint32_t max_pending_publish_bytes;   /* per connection before reads pause (32 MiB) */
     uint32_t dispatcher_max_read_batch;   /* dispatcherMaxReadBatchSize (100) */
+    uint32_t dispatcher_max_read_bytes;   /* dispatcherMaxReadSizeBytes (5 MiB) */
     ml_config_t ml;                       /* managedLedger* keys */
     int64_t default_retention_time_min;   /* defaultRetentionTimeInMinutes (0) */
     int64_t default_retention_size_mb;    /* defaultRetentionSizeInMB (0) */

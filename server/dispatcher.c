@@ -41,7 +41,6 @@
 #include "server/termination.h"
 
 #define REPLAY_MAX 100000
-#define READ_BYTES_MAX (5u << 20)
 #define KEY_HASH_RANGE 65536
 #define RING_POINTS_PER_CONSUMER 100
 
@@ -246,8 +245,8 @@ static bool in_ranges(const consumer_t *cons, uint32_t hash)
 static uint32_t ring_point(const consumer_t *cons, int k)
 {
     char buf[600];
-    int n = snprintf(buf, sizeof buf, "%s%llu%d", cons->name,
-                     (unsigned long long)cons->consumer_id, k);
+    int n =
+        snprintf(buf, sizeof buf, "%s%llu%d", cons->name, (unsigned long long)cons->consumer_id, k);
     if (n < 0)
         n = 0;
     if ((size_t)n >= sizeof buf)
@@ -482,9 +481,9 @@ static void dispatch_continue(subscription_t *s)
     size_t max = s->topic->broker->cfg.dispatcher_max_read_batch;
     if ((int64_t)max > permits)
         max = (size_t)permits;
-    size_t max_bytes = READ_BYTES_MAX;
+    size_t max_bytes = s->topic->broker->cfg.dispatcher_max_read_bytes;
     if (!limits_dispatch_allowance(s, &max, &max_bytes))
-        return; /* rate or unacked limit: a timer or an ack dispatches again */
+        return;             /* rate or unacked limit: a timer or an ack dispatches again */
     delayed_release_due(s); /* due delayed entries join the replay set */
     int rc;
     s->reading = true;

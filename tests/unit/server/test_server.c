@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errors.h"
 #include "common/murmur3.h"
 #include "tests/unit/server/server_test.h"
 
@@ -310,6 +311,41 @@ static void test_unknown_ids_and_oversized_permits(void)
     tbroker_stop(tb);
 }
 
+/* Each integer key lands in its own field (the keys are read through one
+ * table); out-of-range values are refused with the key's name. */
+static void test_config_keys(void)
+{
+    qconfig_t *q = qconfig_new();
+    TEST_REQUIRE(q != NULL);
+    qconfig_set(q, "dispatcherMaxReadBatchSize", "321");
+    qconfig_set(q, "dispatcherMaxReadSizeBytes", "1048576");
+    qconfig_set(q, "managedLedgerDefaultEnsembleSize", "3");
+    qconfig_set(q, "managedLedgerDefaultWriteQuorum", "2");
+    qconfig_set(q, "managedLedgerDefaultAckQuorum", "1");
+    qconfig_set(q, "managedLedgerMaxEntriesPerLedger", "777");
+    qconfig_set(q, "managedLedgerMaxSizePerLedgerMbytes", "5");
+    qconfig_set(q, "managedLedgerMaxLedgerRolloverTimeMinutes", "2");
+    qconfig_set(q, "defaultRetentionTimeInMinutes", "-1");
+    qconfig_set(q, "defaultRetentionSizeInMB", "42");
+    broker_config_t cfg;
+    char err[256];
+    CU_ASSERT_EQUAL(broker_config_load(q, &cfg, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(cfg.dispatcher_max_read_batch, 321);
+    CU_ASSERT_EQUAL(cfg.dispatcher_max_read_bytes, 1048576);
+    CU_ASSERT_EQUAL(cfg.ml.quorum.ensemble, 3);
+    CU_ASSERT_EQUAL(cfg.ml.quorum.write_quorum, 2);
+    CU_ASSERT_EQUAL(cfg.ml.quorum.ack_quorum, 1);
+    CU_ASSERT_EQUAL(cfg.ml.max_entries_per_ledger, 777);
+    CU_ASSERT_EQUAL(cfg.ml.max_ledger_size_bytes, 5u << 20);
+    CU_ASSERT_EQUAL(cfg.ml.max_ledger_rollover_time_s, 120);
+    CU_ASSERT_EQUAL(cfg.default_retention_time_min, -1);
+    CU_ASSERT_EQUAL(cfg.default_retention_size_mb, 42);
+    qconfig_set(q, "dispatcherMaxReadSizeBytes", "10");
+    CU_ASSERT_EQUAL(broker_config_load(q, &cfg, err, sizeof err), QE_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "dispatcherMaxReadSizeBytes"));
+    qconfig_free(q);
+}
+
 static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("broker", NULL, NULL);
@@ -319,6 +355,7 @@ static void register_suites(void)
     CU_add_test(s, "ack bookkeeping and redelivery", test_ack_bookkeeping_and_redelivery);
     CU_add_test(s, "key_shared sticky ranges", test_key_shared_sticky_ranges);
     CU_add_test(s, "unknown ids and oversized permits", test_unknown_ids_and_oversized_permits);
+    CU_add_test(s, "configuration keys", test_config_keys);
 }
 
 int main(int argc, char **argv)
