@@ -637,8 +637,22 @@ char *admin_metrics_render(admin_metrics_t *m, size_t *len)
             "pulsar_broker_topics_count{cluster=\"%s\"} %zu\n"
             "# HELP pulsar_active_connections Client connections to the broker\n"
             "# TYPE pulsar_active_connections gauge\n"
-            "pulsar_active_connections{cluster=\"%s\"} %zu\n",
-            cl, counts.topics, cl, counts.connections);
+            "pulsar_active_connections{cluster=\"%s\"} %zu\n"
+            "# HELP pulsar_broker_throttled_connections_global_limit Connections not read "
+            "while the broker's publish buffer (maxMessagePublishBufferSizeInMB) is full\n"
+            "# TYPE pulsar_broker_throttled_connections_global_limit gauge\n"
+            "pulsar_broker_throttled_connections_global_limit{cluster=\"%s\"} %zu\n"
+            "# HELP quire_broker_publish_buffer_pauses_total Connections paused by the "
+            "broker's publish buffer bound since start\n"
+            "# TYPE quire_broker_publish_buffer_pauses_total counter\n"
+            "quire_broker_publish_buffer_pauses_total{cluster=\"%s\"} %llu\n"
+            "# HELP quire_broker_publish_buffer_bytes Bytes of appends in flight, all "
+            "connections\n"
+            "# TYPE quire_broker_publish_buffer_bytes gauge\n"
+            "quire_broker_publish_buffer_bytes{cluster=\"%s\"} %llu\n",
+            cl, counts.topics, cl, counts.connections, cl, counts.buffer_paused, cl,
+            (unsigned long long)counts.buffer_pauses, cl,
+            (unsigned long long)counts.pending_publish_bytes);
 
     render_topic_family(f, &sn, cl, "pulsar_subscriptions_count", "gauge",
                         "Number of subscriptions", TV_SUBS);

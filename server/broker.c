@@ -81,6 +81,7 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
         {"maxPendingPublishRequestsBytesPerConnection", 32 << 20, 1 << 20, 1 << 30},
         {"dispatcherMaxReadBatchSize", 100, 1, 10000},
         {"dispatcherMaxReadSizeBytes", 5 << 20, 1024, 100 << 20},
+        {"maxMessagePublishBufferSizeInMB", 128, 0, 1 << 20},
         {"managedLedgerDefaultEnsembleSize", 1, 1, 64},
         {"managedLedgerDefaultWriteQuorum", 1, 1, 64},
         {"managedLedgerDefaultAckQuorum", 1, 1, 64},
@@ -103,17 +104,18 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
     cfg->max_pending_publish_bytes = (uint32_t)v[6];
     cfg->dispatcher_max_read_batch = (uint32_t)v[7];
     cfg->dispatcher_max_read_bytes = (uint32_t)v[8];
-    cfg->ml.quorum = (ledger_quorum_t){(int)v[9], (int)v[10], (int)v[11]};
-    cfg->ml.max_entries_per_ledger = (uint64_t)v[12];
-    cfg->ml.max_ledger_size_bytes = (uint64_t)v[13] << 20;
-    cfg->ml.max_ledger_rollover_time_s = (uint32_t)v[14] * 60;
-    cfg->default_retention_time_min = v[15];
-    cfg->default_retention_size_mb = v[16];
-    if (!(v[11] <= v[10] && v[10] <= v[9])) {
+    cfg->max_publish_buffer_bytes = (uint64_t)v[9] << 20;
+    cfg->ml.quorum = (ledger_quorum_t){(int)v[10], (int)v[11], (int)v[12]};
+    cfg->ml.max_entries_per_ledger = (uint64_t)v[13];
+    cfg->ml.max_ledger_size_bytes = (uint64_t)v[14] << 20;
+    cfg->ml.max_ledger_rollover_time_s = (uint32_t)v[15] * 60;
+    cfg->default_retention_time_min = v[16];
+    cfg->default_retention_size_mb = v[17];
+    if (!(v[12] <= v[11] && v[11] <= v[10])) {
         snprintf(err, err_len,
                  "managedLedgerDefault{AckQuorum <= WriteQuorum <= EnsembleSize} does not hold: "
                  "%lld, %lld, %lld",
-                 (long long)v[11], (long long)v[10], (long long)v[9]);
+                 (long long)v[12], (long long)v[11], (long long)v[10]);
         return QE_INVALID;
     }
     if (get_bool(q, "allowAutoTopicCreation", true, &cfg->allow_auto_topic_creation, err, err_len) <

@@ -38,6 +38,8 @@ typedef struct broker_config {
     uint32_t keep_alive_interval_s;       /* keepAliveIntervalSeconds (30) */
     uint32_t max_connections;             /* brokerMaxConnections (0 = 10000) */
     uint32_t max_pending_publish_bytes;   /* per connection before reads pause (32 MiB) */
+    uint64_t max_publish_buffer_bytes;    /* maxMessagePublishBufferSizeInMB, all connections
+                                             (128 MiB; 0 = no bound) */
     uint32_t dispatcher_max_read_batch;   /* dispatcherMaxReadBatchSize (100) */
     uint32_t dispatcher_max_read_bytes;   /* dispatcherMaxReadSizeBytes (5 MiB) */
     ml_config_t ml;                       /* managedLedger* keys */

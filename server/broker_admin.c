@@ -157,6 +157,10 @@ void broker_admin_counts(broker_t *b, broker_admin_counts_t *out)
 {
     memset(out, 0, sizeof *out);
     out->connections = b->conns_count;
+    for (const conn_t *c = b->buffer_paused; c; c = c->buffer_next)
+        out->buffer_paused++;
+    out->buffer_pauses = b->buffer_pauses;
+    out->pending_publish_bytes = b->pending_publish_bytes;
     qmap_iter_t it = {0};
     void *v;
     while (qmap_next(b->topics, &it, NULL, &v)) {

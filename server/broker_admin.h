@@ -98,6 +98,9 @@ typedef struct broker_admin_consumer_view {
 
 typedef struct broker_admin_counts {
     size_t topics, subscriptions, producers, consumers, connections;
+    size_t buffer_paused;           /* connections paused by maxMessagePublishBufferSizeInMB */
+    uint64_t buffer_pauses;         /* such pauses since start */
+    uint64_t pending_publish_bytes; /* appends in flight, all connections */
 } broker_admin_counts_t;
 
 typedef void (*broker_admin_topic_fn)(const broker_admin_topic_view_t *v, void *arg);

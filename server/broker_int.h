@@ -58,7 +58,12 @@ struct broker {
     broker_done_cb shutdown_cb;
     void *shutdown_arg;
     int shutdown_pending;
-    char **shutdown_names; /* topics still to close, in waves (broker.c) */
+    /* appends in flight over all connections (maxMessagePublishBufferSizeInMB),
+     * and the connections paused because of it (list through buffer_next) */
+    uint64_t pending_publish_bytes;
+    conn_t *buffer_paused;
+    uint64_t buffer_pauses; /* connections paused by it, ever */
+    char **shutdown_names;  /* topics still to close, in waves (broker.c) */
     size_t shutdown_n, shutdown_next;
     bool shutdown_starting; /* in shutdown_next_topics */
     char service_url[256];
@@ -104,6 +109,8 @@ struct conn {
     uint64_t wq_bytes;
     uint64_t pending_publish_bytes;
     int publish_throttles; /* topics whose publish rate paused reads here (limits.c) */
+    bool buffer_paused;    /* paused by the broker-wide publish buffer bound */
+    conn_t *buffer_prev, *buffer_next;
     qmap64_t *producers;
     qmap64_t *consumers;
     char peer[64];
@@ -135,6 +142,11 @@ void conn_unref(conn_t *c);
 void conn_close(conn_t *c, const char *why);
 void conn_pause_reads(conn_t *c);
 void conn_resume_reads(conn_t *c);
+/* Broker-wide publish buffer (producer.c): count an append's bytes in or out;
+ * past the bound the sending connection stops being read, and every paused
+ * one resumes once the total is below half. */
+void broker_publish_bytes_add(conn_t *c, uint64_t bytes);
+void broker_publish_bytes_release(broker_t *b, uint64_t bytes);
 void broker_accept_cb(struct ev_loop *loop, ev_io *w, int revents);
 
 /* ----------------------------------------------------------------- topics -- */

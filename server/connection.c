@@ -105,6 +105,8 @@ void conn_unref(conn_t *c)
     free(c);
 }
 
+static void buffer_unlink(conn_t *c);
+
 void conn_close(conn_t *c, const char *why)
 {
     if (c->state == CONN_CLOSED)
@@ -116,6 +118,8 @@ void conn_close(conn_t *c, const char *why)
     ev_io_stop(b->loop, &c->write_watcher);
     ev_timer_stop(b->loop, &c->keepalive_timer);
     conn_security_closed(c); /* conn_security.c: limits, refresh timer */
+    if (c->buffer_paused)
+        buffer_unlink(c);
     conn_io_close(&c->io);
     c->fd = -1;
 
@@ -348,12 +352,64 @@ void conn_pause_reads(conn_t *c)
 
 void conn_resume_reads(conn_t *c)
 {
-    /* A topic's publish rate (limits.c) keeps it paused until it resumes it. */
-    if (c->reads_paused && c->state != CONN_CLOSED && c->publish_throttles == 0) {
+    /* A topic's publish rate (limits.c) keeps it paused until it resumes it,
+     * and so does the broker-wide publish buffer (below). */
+    if (c->reads_paused && c->state != CONN_CLOSED && c->publish_throttles == 0 &&
+        !c->buffer_paused) {
         c->reads_paused = false;
         ev_io_start(c->broker->loop, &c->read_watcher);
         /* Frames may already wait in rbuf. */
         ev_feed_event(c->broker->loop, &c->read_watcher, EV_READ);
+    }
+}
+
+/* ------------------------------------------------- publish buffer bound -- */
+
+/* Pulsar's maxMessagePublishBufferSizeInMB: the bytes of appends in flight over
+ * all connections are bounded too, not only per connection, so that a
+ * thousand producers each within their own bound cannot make the broker hold
+ * gigabytes. Past the bound the connection that sent stops being read (others
+ * follow as they send); below half, every paused connection resumes. */
+static void buffer_unlink(conn_t *c)
+{
+    broker_t *b = c->broker;
+    if (c->buffer_prev)
+        c->buffer_prev->buffer_next = c->buffer_next;
+    else
+        b->buffer_paused = c->buffer_next;
+    if (c->buffer_next)
+        c->buffer_next->buffer_prev = c->buffer_prev;
+    c->buffer_prev = c->buffer_next = NULL;
+    c->buffer_paused = false;
+}
+
+void broker_publish_bytes_add(conn_t *c, uint64_t bytes)
+{
+    broker_t *b = c->broker;
+    b->pending_publish_bytes += bytes;
+    uint64_t max = b->cfg.max_publish_buffer_bytes;
+    if (max == 0 || b->pending_publish_bytes <= max || c->buffer_paused || c->state == CONN_CLOSED)
+        return;
+    c->buffer_paused = true;
+    c->buffer_next = b->buffer_paused;
+    if (b->buffer_paused)
+        b->buffer_paused->buffer_prev = c;
+    b->buffer_paused = c;
+    b->buffer_pauses++;
+    conn_pause_reads(c);
+}
+
+void broker_publish_bytes_release(broker_t *b, uint64_t bytes)
+{
+    b->pending_publish_bytes -= bytes;
+    if (!b->buffer_paused || b->pending_publish_bytes > b->cfg.max_publish_buffer_bytes / 2)
+        return;
+    while (b->buffer_paused) {
+        conn_t *c = b->buffer_paused;
+        buffer_unlink(c);
+        /* Paused for its own pending bytes too: send_release resumes it later. */
+        if (c->pending_publish_bytes <= b->cfg.max_pending_publish_bytes)
+            conn_resume_reads(c);
     }
 }
 

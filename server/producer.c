@@ -12,7 +12,9 @@
  *
  * Back-pressure: the bytes of a connection's appends in flight are bounded by
  * max_pending_publish_bytes; past it the broker stops reading that
- * connection (never drops or refuses a message) and resumes below half.
+ * connection (never drops or refuses a message) and resumes below half. The
+ * bytes over all connections are bounded by max_publish_buffer_bytes the same
+ * way (connection.c, "publish buffer bound").
  * A failed append closes the connection: the client reconnects and resends
  * what was not acknowledged (a SEND_ERROR would make the C++ client give up).
  */
@@ -39,7 +41,7 @@ typedef struct send_ctx {
     uint32_t bytes;
     int32_t num_messages;
     topic_t *topic;
-    char *dedup_name; /* producer name while deduplication tracks this send (dedup.c) */
+    char *dedup_name;  /* producer name while deduplication tracks this send (dedup.c) */
     uint64_t start_us; /* when the append was asked for (write latency) */
 } send_ctx_t;
 
@@ -230,6 +232,7 @@ static void send_release(send_ctx_t *s)
     c->pending_publish_bytes -= s->bytes;
     if (c->reads_paused && c->pending_publish_bytes < c->broker->cfg.max_pending_publish_bytes / 2)
         conn_resume_reads(c);
+    broker_publish_bytes_release(c->broker, s->bytes);
     broker_send_released(s->topic, s->dedup_name);
     s->topic->busy--;
     conn_unref(c);
@@ -255,8 +258,7 @@ static void send_add_done(int rc, ml_pos_t pos, void *arg)
         send_receipt(c, s, pos.ledger_id, pos.entry_id);
     }
     if (rc >= 0) {
-        topic_record_append(s->topic, (double)(clock_mono_us() - s->start_us) / 1000.0,
-                            s->bytes);
+        topic_record_append(s->topic, (double)(clock_mono_us() - s->start_us) / 1000.0, s->bytes);
         broker_send_persisted(s->topic, s->dedup_name, s->highest_sequence_id, pos);
         s->topic->msg_in += (uint64_t)s->num_messages;
         s->topic->bytes_in += s->bytes;
@@ -323,6 +325,7 @@ void producer_handle_send(conn_t *c, const Pulsar__Proto__CommandSend *cmd, cons
     c->pending_publish_bytes += stored_len;
     if (c->pending_publish_bytes > c->broker->cfg.max_pending_publish_bytes)
         conn_pause_reads(c);
+    broker_publish_bytes_add(c, stored_len);
     limits_on_publish(t, c, s->num_messages, (int64_t)stored_len); /* may pause reads */
     t->last_publish_ms = 0;
     if (!t->ml) {
