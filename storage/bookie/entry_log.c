@@ -682,6 +682,12 @@ int elog_direct_write(elog_direct_t *d, struct iovec *iov, int cnt, uint64_t off
     return rc;
 }
 
+int elog_direct_fd(const elog_direct_t *d)
+{
+    assert(d->cur);
+    return d->cur->fd;
+}
+
 void elog_direct_publish(elog_direct_t *d)
 {
     if (!d->cur)

@@ -176,9 +176,10 @@ int elog_ensure_after(elog_writer_t *w, uint32_t id);
 
 /* The journal thread's writer of direct logs. It never buffers: the journal
  * thread reserves a place for each large record in a group
- * (elog_direct_reserve), writes the group's records with one pwritev and
- * fdatasyncs (elog_direct_write), then publishes the new size
- * (elog_direct_publish) once the group is durable. */
+ * (elog_direct_reserve), writes the group's records with one pwritev
+ * (elog_direct_write), has the log fdatasynced beside the journal's own sync
+ * (elog_direct_fd), then publishes the new size (elog_direct_publish) once the
+ * group is durable. */
 typedef struct elog_direct {
     char *dir;
     uint64_t max_size;
@@ -204,6 +205,9 @@ int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, c
 /* Writes iov (records reserved from offset off on) to cur; fdatasync when
  * sync. iov is modified. 0 or -errno. */
 int elog_direct_write(elog_direct_t *d, struct iovec *iov, int cnt, uint64_t off, bool sync);
+/* The current direct log's descriptor, for an fdatasync run on another thread
+ * while the journal thread (the only writer) waits for it. */
+int elog_direct_fd(const elog_direct_t *d);
 /* The records reserved so far are durable: cur's size (GC, stats) grows. */
 void elog_direct_publish(elog_direct_t *d);
 

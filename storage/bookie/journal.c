@@ -13,7 +13,12 @@
  * log, and a 64-byte ADD_REF record into gbuf. The direct records of one
  * group are contiguous in one direct log: an entry that needs a new direct
  * log while the group already has direct records waits for the next group.
- * group_write: direct records, fdatasync; journal records, fdatasync.
+ * group_write: direct records, then journal records, written; then the direct
+ * log's fdatasync (on the bk-dsync thread) and the journal's at the same time;
+ * the group completes when both are done. A crash between the two leaves
+ * ADD_REFs whose records are not intact only in the last group, none of which
+ * was acknowledged: replay takes the first such reference for the journal's
+ * end (bookie.c, bookie_replay_ref).
  */
 #include "storage/bookie/journal.h"
 
@@ -75,6 +80,13 @@ struct journal {
     int diovcnt;
     uint32_t dcount;
     uint64_t dstart, dbytes; /* direct log offset of the group's first direct record; bytes */
+
+    /* the direct log's fdatasync beside the journal's (dsync_main) */
+    pthread_t dsync_thread;
+    bool dsync_started, dsync_busy, dsync_stop;
+    int dsync_fd, dsync_rc;
+    pthread_mutex_t dmu;
+    pthread_cond_t dcv;
 
     atomic_int inject;
     atomic_uint_fast64_t syncs, sync_us;
@@ -296,6 +308,53 @@ static bool group_add(journal_t *j, journal_req_t *r)
     return true;
 }
 
+/* ------------------------------------------------- direct log fdatasync -- */
+
+static void *dsync_main(void *p)
+{
+    journal_t *j = p;
+    pthread_mutex_lock(&j->dmu);
+    for (;;) {
+        while (!j->dsync_busy && !j->dsync_stop)
+            pthread_cond_wait(&j->dcv, &j->dmu);
+        if (!j->dsync_busy)
+            break; /* stopping, nothing asked */
+        int fd = j->dsync_fd;
+        pthread_mutex_unlock(&j->dmu);
+        int rc = fdatasync(fd) < 0 ? -errno : 0;
+        pthread_mutex_lock(&j->dmu);
+        j->dsync_rc = rc;
+        j->dsync_busy = false;
+        pthread_cond_broadcast(&j->dcv);
+    }
+    pthread_mutex_unlock(&j->dmu);
+    return NULL;
+}
+
+/* Starts fd's fdatasync on the bk-dsync thread; false if there is none (the
+ * caller syncs itself). */
+static bool dsync_start(journal_t *j, int fd)
+{
+    if (!j->dsync_started)
+        return false;
+    pthread_mutex_lock(&j->dmu);
+    j->dsync_fd = fd;
+    j->dsync_busy = true;
+    pthread_cond_broadcast(&j->dcv);
+    pthread_mutex_unlock(&j->dmu);
+    return true;
+}
+
+static int dsync_wait(journal_t *j)
+{
+    pthread_mutex_lock(&j->dmu);
+    while (j->dsync_busy)
+        pthread_cond_wait(&j->dcv, &j->dmu);
+    int rc = j->dsync_rc;
+    pthread_mutex_unlock(&j->dmu);
+    return rc;
+}
+
 static int group_write(journal_t *j)
 {
     if (j->gbuf_len > j->gseg_start)
@@ -305,12 +364,15 @@ static int group_write(journal_t *j)
         rc = journal_file_create(j, j->seq + 1);
     if (rc)
         return rc;
-    if (j->dcount) { /* the records the group's ADD_REFs point at, durable first */
-        uint64_t t0 = clock_mono_us();
-        rc = elog_direct_write(j->cfg.direct, j->diov, j->diovcnt, j->dstart, j->cfg.sync);
-        atomic_fetch_add(&j->direct_syncs, j->cfg.sync && rc == 0);
-        atomic_fetch_add(&j->direct_sync_us, clock_mono_us() - t0);
-        atomic_fetch_add(&j->direct_bytes, rc == 0 ? j->dbytes : 0);
+    /* The records the group's ADD_REFs point at: written, and synced beside
+     * the journal (both before the group completes). */
+    uint64_t dt0 = clock_mono_us();
+    bool dsyncing = false;
+    if (j->dcount) {
+        bool sync_here = j->cfg.sync && !j->dsync_started;
+        rc = elog_direct_write(j->cfg.direct, j->diov, j->diovcnt, j->dstart, sync_here);
+        if (rc == 0 && j->cfg.sync && !sync_here)
+            dsyncing = dsync_start(j, elog_direct_fd(j->cfg.direct));
     }
     if (rc == 0)
         rc = bk_pwritev_all(j->fd, j->iov, j->iovcnt, j->off);
@@ -323,6 +385,18 @@ static int group_write(journal_t *j)
             rc = -errno;
         atomic_fetch_add(&j->syncs, 1);
         atomic_fetch_add(&j->sync_us, clock_mono_us() - t0);
+    }
+    if (dsyncing) { /* always waited for: the next group writes that log */
+        int drc = dsync_wait(j);
+        if (drc)
+            log_error("bookie", "direct entry log: fdatasync failed: %s", q_strerror(drc));
+        if (rc == 0)
+            rc = drc;
+    }
+    if (j->dcount) {
+        atomic_fetch_add(&j->direct_syncs, j->cfg.sync && rc == 0);
+        atomic_fetch_add(&j->direct_sync_us, clock_mono_us() - dt0);
+        atomic_fetch_add(&j->direct_bytes, rc == 0 ? j->dbytes : 0);
     }
     if (rc) {
         log_error("bookie",
@@ -416,6 +490,8 @@ int journal_open(const journal_config_t *cfg, uint64_t seq, qloop_mailbox_t *mb,
     j->dhdr = malloc((size_t)GROUP_DIRECT_MAX * ELOG_HEADER_BYTES);
     pthread_mutex_init(&j->lock, NULL);
     pthread_cond_init(&j->cond, NULL);
+    pthread_mutex_init(&j->dmu, NULL);
+    pthread_cond_init(&j->dcv, NULL);
     int rc = (!j->dir || !j->ring || !j->gbuf || !j->dhdr) ? -ENOMEM : journal_file_create(j, seq);
     if (rc == 0 && pthread_create(&j->thread, NULL, journal_main, j) != 0)
         rc = -EAGAIN;
@@ -425,6 +501,11 @@ int journal_open(const journal_config_t *cfg, uint64_t seq, qloop_mailbox_t *mb,
     }
     pthread_setname_np(j->thread, "bk-journal");
     j->started = true;
+    /* Without it the journal thread syncs the direct log itself, first. */
+    if (cfg->direct && cfg->sync && pthread_create(&j->dsync_thread, NULL, dsync_main, j) == 0) {
+        pthread_setname_np(j->dsync_thread, "bk-dsync");
+        j->dsync_started = true;
+    }
     *out = j;
     return 0;
 }
@@ -439,6 +520,14 @@ void journal_stop(journal_t *j)
     pthread_mutex_unlock(&j->lock);
     pthread_join(j->thread, NULL);
     j->started = false;
+    if (j->dsync_started) {
+        pthread_mutex_lock(&j->dmu);
+        j->dsync_stop = true;
+        pthread_cond_broadcast(&j->dcv);
+        pthread_mutex_unlock(&j->dmu);
+        pthread_join(j->dsync_thread, NULL);
+        j->dsync_started = false;
+    }
 }
 
 void journal_free(journal_t *j)
@@ -451,6 +540,8 @@ void journal_free(journal_t *j)
         close(j->fd);
     pthread_cond_destroy(&j->cond);
     pthread_mutex_destroy(&j->lock);
+    pthread_cond_destroy(&j->dcv);
+    pthread_mutex_destroy(&j->dmu);
     free(j->gbuf);
     free(j->dhdr);
     free(j->ring);
