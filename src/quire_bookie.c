@@ -29,12 +29,14 @@ typedef struct qb_options {
     const char *bind;
     int port;
     bool journal_sync;
+    uint32_t large_entry_bytes; /* journalLargeEntryThreshold */
 } qb_options_t;
 
 static void qb_usage(FILE *out)
 {
     fprintf(out, "usage: quire bookie --data-dir DIR [--bookiePort=N] [--bindAddress=ADDR]\n"
-                 "                    [--journalSyncData=true|false]\n");
+                 "                    [--journalSyncData=true|false]\n"
+                 "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n");
 }
 
 /* If argv[*i] is option `name` ("--name=v" or "--name v"), sets *value and
@@ -69,6 +71,16 @@ static int qb_parse_bool(const char *v, bool *out)
     return 0;
 }
 
+static int qb_parse_u32(const char *v, uint32_t max, uint32_t *out)
+{
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (!*v || *end || *v == '-' || n > max)
+        return -1;
+    *out = (uint32_t)n;
+    return 0;
+}
+
 static int qb_parse_port(const char *v, int *out)
 {
     char *end;
@@ -94,6 +106,9 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--journalSyncData", &v)) != 0) {
         if (m > 0 && qb_parse_bool(v, &o->journal_sync) < 0)
             m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--journalLargeEntryThreshold", &v)) != 0) {
+        if (m > 0 && qb_parse_u32(v, BOOKIE_LARGE_ENTRY_BYTES_MAX, &o->large_entry_bytes) < 0)
+            m = -2;
     }
     if (m == 1)
         return 0;
@@ -112,6 +127,9 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     o->bind = QB_DEFAULT_BIND;
     o->port = QB_DEFAULT_PORT;
     o->journal_sync = true;
+    bookie_config_t defaults;
+    bookie_config_defaults(&defaults);
+    o->large_entry_bytes = defaults.journal_large_entry_bytes;
     int first = 1;
     if (argc > 1 && strcmp(argv[1], "bookie") == 0)
         first = 2; /* called with the program's own argv: "quire bookie ..." */
@@ -145,8 +163,10 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
                 q_strerror(rc));
         return 1;
     }
-    printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s)\n", o->bind,
-           bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false");
+    printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
+           "journalLargeEntryThreshold=%u)\n",
+           o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
+           o->large_entry_bytes);
     fflush(stdout);
     ev_signal sigterm, sigint;
     ev_signal_init(&sigterm, qb_on_signal, SIGTERM);
@@ -178,6 +198,7 @@ int quire_bookie_main(int argc, char **argv)
     bookie_config_defaults(&cfg);
     cfg.data_dir = o.data_dir;
     cfg.journal_sync = o.journal_sync;
+    cfg.journal_large_entry_bytes = o.large_entry_bytes;
     bookie_t *bk;
     int rc = bookie_open(loop, &cfg, &bk);
     if (rc < 0) {

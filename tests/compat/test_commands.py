@@ -1,0 +1,64 @@
+"""The `quire` command line: options are checked before anything starts.
+
+`quire bookie` takes Pulsar/BookKeeper-named options and says what it runs with;
+`quire standalone` refuses an out-of-range value of a broker or storage key with
+exit status 2 and the key's name, before opening any data directory."""
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import QUIRE_BIN
+
+BOUND_S = 10.0
+
+
+def run(args, timeout=BOUND_S):
+    return subprocess.run([QUIRE_BIN] + args, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_bookie_large_entry_threshold_option():
+    with tempfile.TemporaryDirectory(prefix="quire-bookie-cli-") as d:
+        p = subprocess.Popen([QUIRE_BIN, "bookie", "--data-dir", d, "--bookiePort=0",
+                              "--bindAddress=127.0.0.1", "--journalLargeEntryThreshold=65536"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + BOUND_S
+            line = ""
+            while time.monotonic() < deadline and "quire bookie: listening on" not in line:
+                line = p.stdout.readline()
+                if not line and p.poll() is not None:
+                    break
+            assert "quire bookie: listening on 127.0.0.1:" in line, line
+            assert "journalLargeEntryThreshold=65536" in line, line
+        finally:
+            p.send_signal(signal.SIGTERM)
+            assert p.wait(timeout=BOUND_S) == 0
+
+
+@pytest.mark.parametrize("value", ["-5", "99999999999", "abc", ""])
+def test_bookie_bad_threshold_refused(value):
+    with tempfile.TemporaryDirectory(prefix="quire-bookie-cli-") as d:
+        r = run(["bookie", "--data-dir", d, f"--journalLargeEntryThreshold={value}"])
+        assert r.returncode == 2
+        assert "journalLargeEntryThreshold" in r.stderr
+        assert os.listdir(d) == []  # nothing opened
+
+
+@pytest.mark.parametrize("key,value", [
+    ("maxMessagePublishBufferSizeInMB", "-1"),
+    ("dispatcherMaxReadSizeBytes", "10"),
+    ("managedLedgerCacheEvictionTimeThresholdMillis", "-3"),
+])
+def test_standalone_bad_value_refused(key, value):
+    with tempfile.TemporaryDirectory(prefix="quire-sa-cli-") as d:
+        data = os.path.join(d, "data")
+        r = run(["standalone", "--data-dir", data, "--brokerServicePort=0",
+                 "--webServicePort=0", f"--{key}={value}"])
+        assert r.returncode != 0
+        assert key in (r.stdout + r.stderr)
