@@ -320,6 +320,7 @@ struct subscription {
     int key_shared_mode; /* Pulsar__Proto__KeySharedMode */
     /* positions to send again (redelivered, or held back by Key_Shared) */
     ml_pos_t *replay;
+    uint32_t *replay_keys; /* key hash of replay[i], same indexes */
     size_t replay_count, replay_cap;
     qmap64_t *redelivery_counts;   /* packed position -> count */
     qmap64_t *replay_hashes;       /* Key_Shared: sticky-key hash -> entries held in replay */
@@ -373,9 +374,14 @@ void subscription_dispatch(subscription_t *s);
 /* Closes the cursor (if any) and frees; consumers must be gone. */
 void subscription_free(subscription_t *s);
 consumer_t *subscription_active_consumer(subscription_t *s);
-/* The replay set: sorted positions to send again before new entries. */
-void subscription_replay_add(subscription_t *s, ml_pos_t pos);
+/* The replay set: sorted positions to send again before new entries, each with
+ * its entry's Key_Shared key hash; on a Key_Shared subscription replay_hashes
+ * counts the entries per hash, kept right by add, remove, trim and clear (a
+ * hash with a count holds newer entries of the key behind the replay). */
+void subscription_replay_add(subscription_t *s, ml_pos_t pos, uint32_t key_hash);
 void subscription_replay_remove(subscription_t *s, ml_pos_t pos);
+/* Capacity for `need` positions in both arrays; -1 when out of memory. */
+int subscription_replay_reserve(subscription_t *s, size_t need);
 /* Drops replay entries the cursor has acknowledged meanwhile. */
 void subscription_replay_trim(subscription_t *s);
 void subscription_replay_clear(subscription_t *s);
@@ -396,7 +402,7 @@ static inline uint32_t unacked_key_hash_of(const void *v)
 }
 
 /* Key_Shared: counts one more entry of hash slot key_hash held in the replay
- * set (delayed.c adds released entries to the set directly). */
+ * set (delayed.c merges released entries into the set directly). */
 void subscription_replay_count_key(subscription_t *s, uint32_t key_hash);
 /* Opens the persisted durable subscription `name` of a topic being loaded, so
  * it exists (stats, backlog, trimming) before any consumer comes back. */

@@ -41,7 +41,7 @@ typedef struct subscribe_ctx {
     int initial_position;
     ml_pos_t start;
     int key_shared_mode;
-    char *meta; /* subscription_properties etc. as JSON (subscription_meta.c) */
+    char *meta;                 /* subscription_properties etc. as JSON (subscription_meta.c) */
     bool read_compacted;        /* the consumer reads the compacted view (compaction.c) */
     struct subscribe_ctx *next; /* waiting on an opening subscription */
 } subscribe_ctx_t;
@@ -635,11 +635,9 @@ static void redeliver_one(subscription_t *s, consumer_t *cons, ml_pos_t pos, boo
         uintptr_t rc = (uintptr_t)qmap64_get(s->redelivery_counts, key);
         qmap64_put(s->redelivery_counts, key, (void *)(rc + 1));
     }
-    subscription_replay_add(s, pos);
     /* Key_Shared: newer entries of this key wait behind it in the replay set
      * (dispatch_entry), as for entries held back at dispatch. */
-    if (s->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared)
-        subscription_replay_count_key(s, unacked_key_hash_of(v));
+    subscription_replay_add(s, pos, unacked_key_hash_of(v));
 }
 
 static void redeliver_all(subscription_t *s, consumer_t *cons, bool count)

@@ -123,37 +123,32 @@ no_memory:
 /* Merges sorted items into the sorted replay set (duplicates dropped). */
 static int replay_merge(subscription_t *s, const delay_entry_t *items, size_t n)
 {
-    size_t need = s->replay_count + n;
-    if (need > s->replay_cap) {
-        size_t ncap = s->replay_cap ? s->replay_cap : 64;
-        while (ncap < need)
-            ncap *= 2;
-        ml_pos_t *nr = realloc(s->replay, ncap * sizeof *nr);
-        if (!nr)
-            return -1;
-        s->replay = nr;
-        s->replay_cap = ncap;
-    }
-    bool key_shared = s->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
-    /* Merge from the back, in place. */
+    if (subscription_replay_reserve(s, s->replay_count + n) < 0)
+        return -1;
+    /* Merge from the back, in place (positions and their key hashes). */
     size_t i = s->replay_count, j = n, w = s->replay_count + n;
     while (j > 0) {
         ml_pos_t p = pos_unpack(items[j - 1].pos);
         int c = i > 0 ? ml_pos_cmp(s->replay[i - 1], p) : -1;
         if (c > 0) {
-            s->replay[--w] = s->replay[--i];
+            --w, --i;
+            s->replay[w] = s->replay[i];
+            s->replay_keys[w] = s->replay_keys[i];
         } else {
             j--;
             if (c == 0)
-                continue; /* already queued for replay */
-            s->replay[--w] = p;
-            if (key_shared)
-                subscription_replay_count_key(s, items[j].key_hash);
+                continue; /* already queued for replay, and counted */
+            --w;
+            s->replay[w] = p;
+            s->replay_keys[w] = items[j].key_hash;
+            subscription_replay_count_key(s, items[j].key_hash);
         }
     }
     /* w - i slots were left unused by duplicates: close the gap. */
     if (w > i) {
-        memmove(&s->replay[i], &s->replay[w], (s->replay_count + n - w) * sizeof *s->replay);
+        size_t tail = s->replay_count + n - w;
+        memmove(&s->replay[i], &s->replay[w], tail * sizeof *s->replay);
+        memmove(&s->replay_keys[i], &s->replay_keys[w], tail * sizeof *s->replay_keys);
     }
     s->replay_count = i + (s->replay_count + n - w);
     return 0;

@@ -67,58 +67,6 @@ static size_t replay_find(const subscription_t *s, ml_pos_t pos, bool *found)
     return lo;
 }
 
-void subscription_replay_add(subscription_t *s, ml_pos_t pos)
-{
-    bool found;
-    size_t i = replay_find(s, pos, &found);
-    if (found)
-        return;
-    if (s->replay_count == s->replay_cap) {
-        size_t ncap = s->replay_cap ? s->replay_cap * 2 : 64;
-        ml_pos_t *n = realloc(s->replay, ncap * sizeof *n);
-        if (!n) {
-            log_error("dispatch", "%s / %s: out of memory for redelivery; rewinding",
-                      s->topic->name, s->name);
-            ml_cursor_rewind(s->cursor);
-            return;
-        }
-        s->replay = n;
-        s->replay_cap = ncap;
-    }
-    memmove(&s->replay[i + 1], &s->replay[i], (s->replay_count - i) * sizeof *s->replay);
-    s->replay[i] = pos;
-    s->replay_count++;
-}
-
-void subscription_replay_remove(subscription_t *s, ml_pos_t pos)
-{
-    bool found;
-    size_t i = replay_find(s, pos, &found);
-    if (!found)
-        return;
-    memmove(&s->replay[i], &s->replay[i + 1], (s->replay_count - i - 1) * sizeof *s->replay);
-    s->replay_count--;
-}
-
-void subscription_replay_trim(subscription_t *s)
-{
-    size_t w = 0;
-    for (size_t r = 0; r < s->replay_count; r++)
-        if (!s->cursor || !ml_cursor_is_acked(s->cursor, s->replay[r]) ||
-            compaction_entry_pending(s, s->replay[r]))
-            s->replay[w++] = s->replay[r];
-    s->replay_count = w;
-}
-
-void subscription_replay_clear(subscription_t *s)
-{
-    s->replay_count = 0;
-    qmap64_free(s->replay_hashes);
-    s->replay_hashes = qmap64_new();
-    delayed_clear(s); /* the cursor was reset: held entries are read again */
-    compaction_sub_reset(s);
-}
-
 static void replay_hash_count(subscription_t *s, uint32_t hash, int delta)
 {
     uintptr_t n = (uintptr_t)qmap64_get(s->replay_hashes, hash);
@@ -129,9 +77,95 @@ static void replay_hash_count(subscription_t *s, uint32_t hash, int delta)
         qmap64_remove(s->replay_hashes, hash);
 }
 
+static bool is_key_shared(const subscription_t *s)
+{
+    return s->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
+}
+
 void subscription_replay_count_key(subscription_t *s, uint32_t key_hash)
 {
-    replay_hash_count(s, key_hash, +1);
+    if (is_key_shared(s))
+        replay_hash_count(s, key_hash, +1);
+}
+
+int subscription_replay_reserve(subscription_t *s, size_t need)
+{
+    if (need <= s->replay_cap)
+        return 0;
+    size_t ncap = s->replay_cap ? s->replay_cap : 64;
+    while (ncap < need)
+        ncap *= 2;
+    /* Both grow or the capacity stays: a larger first array is harmless. */
+    uint32_t *k = realloc(s->replay_keys, ncap * sizeof *k);
+    if (!k)
+        return -1;
+    s->replay_keys = k;
+    ml_pos_t *p = realloc(s->replay, ncap * sizeof *p);
+    if (!p)
+        return -1;
+    s->replay = p;
+    s->replay_cap = ncap;
+    return 0;
+}
+
+void subscription_replay_add(subscription_t *s, ml_pos_t pos, uint32_t key_hash)
+{
+    bool found;
+    size_t i = replay_find(s, pos, &found);
+    if (found)
+        return; /* already there, and counted once */
+    if (subscription_replay_reserve(s, s->replay_count + 1) < 0) {
+        log_error("dispatch", "%s / %s: out of memory for redelivery; rewinding", s->topic->name,
+                  s->name);
+        ml_cursor_rewind(s->cursor);
+        return;
+    }
+    size_t tail = s->replay_count - i;
+    memmove(&s->replay[i + 1], &s->replay[i], tail * sizeof *s->replay);
+    memmove(&s->replay_keys[i + 1], &s->replay_keys[i], tail * sizeof *s->replay_keys);
+    s->replay[i] = pos;
+    s->replay_keys[i] = key_hash;
+    s->replay_count++;
+    if (is_key_shared(s))
+        replay_hash_count(s, key_hash, +1);
+}
+
+void subscription_replay_remove(subscription_t *s, ml_pos_t pos)
+{
+    bool found;
+    size_t i = replay_find(s, pos, &found);
+    if (!found)
+        return;
+    if (is_key_shared(s))
+        replay_hash_count(s, s->replay_keys[i], -1);
+    size_t tail = s->replay_count - i - 1;
+    memmove(&s->replay[i], &s->replay[i + 1], tail * sizeof *s->replay);
+    memmove(&s->replay_keys[i], &s->replay_keys[i + 1], tail * sizeof *s->replay_keys);
+    s->replay_count--;
+}
+
+void subscription_replay_trim(subscription_t *s)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < s->replay_count; r++) {
+        if (!s->cursor || !ml_cursor_is_acked(s->cursor, s->replay[r]) ||
+            compaction_entry_pending(s, s->replay[r])) {
+            s->replay[w] = s->replay[r];
+            s->replay_keys[w++] = s->replay_keys[r];
+        } else if (is_key_shared(s)) {
+            replay_hash_count(s, s->replay_keys[r], -1);
+        }
+    }
+    s->replay_count = w;
+}
+
+void subscription_replay_clear(subscription_t *s)
+{
+    s->replay_count = 0;
+    qmap64_free(s->replay_hashes);
+    s->replay_hashes = qmap64_new();
+    delayed_clear(s); /* the cursor was reset: held entries are read again */
+    compaction_sub_reset(s);
 }
 
 /* -------------------------------------------------------- entry metadata -- */
@@ -386,13 +420,8 @@ static bool dispatch_entry(subscription_t *s, const ml_entry_t *e, bool from_rep
     entry_info_t info;
     if (s->cursor && ml_cursor_is_acked(s->cursor, e->pos) &&
         !compaction_entry_pending(s, e->pos)) {
-        if (from_replay) {
+        if (from_replay)
             subscription_replay_remove(s, e->pos);
-            if (key_shared) {
-                entry_info_read(e, &info);
-                replay_hash_count(s, info.key_hash, -1);
-            }
-        }
         return false;
     }
     entry_info_read(e, &info);
@@ -403,18 +432,12 @@ static bool dispatch_entry(subscription_t *s, const ml_entry_t *e, bool from_rep
     if (!(key_shared && !from_replay && qmap64_get(s->replay_hashes, info.key_hash)))
         cons = choose_consumer(s, &info, e->pos);
     if (cons && send_entry(s, cons, e, &info) == 0) {
-        if (from_replay) {
+        if (from_replay)
             subscription_replay_remove(s, e->pos);
-            if (key_shared)
-                replay_hash_count(s, info.key_hash, -1);
-        }
         return true;
     }
-    if (!from_replay) {
-        subscription_replay_add(s, e->pos);
-        if (key_shared)
-            replay_hash_count(s, info.key_hash, +1);
-    }
+    if (!from_replay)
+        subscription_replay_add(s, e->pos, info.key_hash);
     return false;
 }
 
@@ -528,6 +551,7 @@ void subscription_free(subscription_t *s)
     if (s->cursor)
         ml_cursor_close(s->cursor, broker_ignore_done, NULL);
     free(s->replay);
+    free(s->replay_keys);
     free(s->consumers);
     qmap64_free(s->redelivery_counts);
     qmap64_free(s->replay_hashes);

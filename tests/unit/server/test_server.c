@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "common/hashmap.h"
+#include "server/broker_int.h"
 #include "common/murmur3.h"
 #include "tests/unit/server/server_test.h"
 
@@ -346,6 +348,55 @@ static void test_config_keys(void)
     qconfig_free(q);
 }
 
+static uintptr_t key_count(const subscription_t *s, uint32_t hash)
+{
+    return (uintptr_t)qmap64_get(s->replay_hashes, hash);
+}
+
+/* The replay set keeps each position's key hash, so the per-key counts that
+ * hold newer Key_Shared entries back go down with every way out of the set
+ * and a position added twice is counted once (they used to drift upwards). */
+static void test_replay_key_counts(void)
+{
+    subscription_t s = {0};
+    s.type = PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
+    s.replay_hashes = qmap64_new();
+    TEST_REQUIRE(s.replay_hashes != NULL);
+    subscription_replay_add(&s, (ml_pos_t){1, 5}, 7);
+    subscription_replay_add(&s, (ml_pos_t){1, 5}, 7); /* already there */
+    subscription_replay_add(&s, (ml_pos_t){1, 3}, 9);
+    subscription_replay_add(&s, (ml_pos_t){1, 4}, 7);
+    CU_ASSERT_EQUAL(s.replay_count, 3);
+    CU_ASSERT_EQUAL(key_count(&s, 7), 2);
+    CU_ASSERT_EQUAL(key_count(&s, 9), 1);
+    CU_ASSERT_EQUAL(s.replay[0].entry_id, 3);
+    CU_ASSERT_EQUAL(s.replay_keys[0], 9);
+    CU_ASSERT_EQUAL(s.replay[2].entry_id, 5);
+    CU_ASSERT_EQUAL(s.replay_keys[2], 7);
+    subscription_replay_remove(&s, (ml_pos_t){1, 4});
+    subscription_replay_remove(&s, (ml_pos_t){1, 4}); /* not there: no change */
+    CU_ASSERT_EQUAL(key_count(&s, 7), 1);
+    CU_ASSERT_EQUAL(s.replay_keys[1], 7);
+    for (int i = 0; i < 200; i++) /* grows both arrays together */
+        subscription_replay_add(&s, (ml_pos_t){2, i}, (uint32_t)(100 + i % 3));
+    CU_ASSERT_EQUAL(s.replay_count, 202);
+    CU_ASSERT_EQUAL(key_count(&s, 101), 67);
+    for (int i = 0; i < 200; i++)
+        subscription_replay_remove(&s, (ml_pos_t){2, i});
+    subscription_replay_remove(&s, (ml_pos_t){1, 5});
+    subscription_replay_remove(&s, (ml_pos_t){1, 3});
+    CU_ASSERT_EQUAL(s.replay_count, 0);
+    CU_ASSERT_EQUAL(qmap64_size(s.replay_hashes), 0);
+    /* Not Key_Shared: positions only, nothing counted. */
+    s.type = PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Shared;
+    subscription_replay_add(&s, (ml_pos_t){3, 1}, 5);
+    CU_ASSERT_EQUAL(s.replay_count, 1);
+    CU_ASSERT_EQUAL(qmap64_size(s.replay_hashes), 0);
+    free(s.replay);
+    free(s.replay_keys);
+    qmap64_free(s.replay_hashes);
+}
+
 static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("broker", NULL, NULL);
@@ -356,6 +407,7 @@ static void register_suites(void)
     CU_add_test(s, "key_shared sticky ranges", test_key_shared_sticky_ranges);
     CU_add_test(s, "unknown ids and oversized permits", test_unknown_ids_and_oversized_permits);
     CU_add_test(s, "configuration keys", test_config_keys);
+    CU_add_test(s, "replay set key counts", test_replay_key_counts);
 }
 
 int main(int argc, char **argv)
