@@ -638,6 +638,9 @@ def main():
     finally:
         for s in servers:
             s.stop()
+        for name in os.listdir(workdir):  # the servers' logs, e.g. Quire's warnings
+            if name.endswith(".log"):
+                shutil.copy(os.path.join(workdir, name), os.path.join(a.out, "server-" + name))
         shutil.rmtree(workdir, ignore_errors=True)
         save()
     tab = table(results, labels)

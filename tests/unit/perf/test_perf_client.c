@@ -4,6 +4,7 @@
  * ACK, PING/PONG, CLOSE_*; and the failures: ProducerBusy, refused connection. */
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -325,40 +326,37 @@ static perf_run_t *run_perf(struct ev_loop *loop, perf_opts_t *o, int argc, char
     return r;
 }
 
+/* Runs quire-perf `mode` against url with the given options (NULL-ended),
+ * after the tests' defaults: no warm-up, no periodic report, 5-s operation
+ * timeout (an option given again overrides them). */
+static perf_run_t *run_perf_args(struct ev_loop *loop, perf_opts_t *o, double timeout_s,
+                                 const char *mode, const char *url, ...)
+{
+    char *argv[64] = {"quire-perf",       (char *)mode, "--service-url",       (char *)url,
+                      "--warmup-seconds", "0",          "--report-interval-s", "100",
+                      "--op-timeout-s",   "5"};
+    int argc = 10;
+    va_list ap;
+    va_start(ap, url);
+    for (char *a; (a = va_arg(ap, char *)) != NULL;) {
+        CU_ASSERT_FATAL(argc < 64);
+        argv[argc++] = a;
+    }
+    va_end(ap);
+    return run_perf(loop, o, argc, argv, timeout_s);
+}
+
 static void test_both_partitioned(void)
 {
     struct ev_loop *loop = ev_loop_new(0);
     fake_t *s = fake_start(loop);
     s->partitions = 2;
     s->redirect = true;
-    char *argv[] = {"quire-perf",
-                    "both",
-                    "--service-url",
-                    s->url,
-                    "--topics",
-                    "t",
-                    "--messages",
-                    "400",
-                    "--rate",
-                    "0",
-                    "--size",
-                    "64",
-                    "--batch-max-messages",
-                    "10",
-                    "--compression",
-                    "LZ4",
-                    "--warmup-seconds",
-                    "0",
-                    "--report-interval-s",
-                    "100",
-                    "--op-timeout-s",
-                    "5",
-                    "--receiver-queue-size",
-                    "100",
-                    "--keys",
-                    "4"};
     perf_opts_t o;
-    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 15);
+    perf_run_t *r =
+        run_perf_args(loop, &o, 15, "both", s->url, "--topics", "t", "--messages", "400", "--rate",
+                      "0", "--size", "64", "--batch-max-messages", "10", "--compression", "LZ4",
+                      "--receiver-queue-size", "100", "--keys", "4", NULL);
     CU_ASSERT_EQUAL(perf_run_status(r), 0);
     if (perf_run_status(r) != 0)
         fprintf(stderr, "run error: %s\n", perf_run_error(r));
@@ -397,32 +395,11 @@ static void test_shared_connection(void)
     fake_t *s = fake_start(loop);
     s->partitions = 2;
     s->redirect = true;
-    char *argv[] = {"quire-perf",
-                    "both",
-                    "--service-url",
-                    s->url,
-                    "--topics",
-                    "t,u",
-                    "--messages",
-                    "400",
-                    "--rate",
-                    "0",
-                    "--size",
-                    "64",
-                    "--batch-max-messages",
-                    "10",
-                    "--warmup-seconds",
-                    "0",
-                    "--report-interval-s",
-                    "100",
-                    "--op-timeout-s",
-                    "5",
-                    "--receiver-queue-size",
-                    "100",
-                    "--max-connections",
-                    "1"};
     perf_opts_t o;
-    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 15);
+    perf_run_t *r =
+        run_perf_args(loop, &o, 15, "both", s->url, "--topics", "t,u", "--messages", "400",
+                      "--rate", "0", "--size", "64", "--batch-max-messages", "10",
+                      "--receiver-queue-size", "100", "--max-connections", "1", NULL);
     CU_ASSERT_EQUAL(perf_run_status(r), 0);
     if (perf_run_status(r) != 0)
         fprintf(stderr, "run error: %s\n", perf_run_error(r));
@@ -453,31 +430,10 @@ static void test_connection_pool(void)
 {
     struct ev_loop *loop = ev_loop_new(0);
     fake_t *s = fake_start(loop);
-    char *argv[] = {"quire-perf",
-                    "both",
-                    "--service-url",
-                    s->url,
-                    "--topic-prefix",
-                    "p",
-                    "--num-topics",
-                    "4",
-                    "--messages",
-                    "200",
-                    "--rate",
-                    "0",
-                    "--warmup-seconds",
-                    "0",
-                    "--report-interval-s",
-                    "100",
-                    "--op-timeout-s",
-                    "5",
-                    "--max-connections",
-                    "3",
-                    "--disable-batching",
-                    "--size",
-                    "16"};
     perf_opts_t o;
-    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 15);
+    perf_run_t *r = run_perf_args(
+        loop, &o, 15, "both", s->url, "--topic-prefix", "p", "--num-topics", "4", "--messages",
+        "200", "--rate", "0", "--max-connections", "3", "--disable-batching", "--size", "16", NULL);
     CU_ASSERT_EQUAL(perf_run_status(r), 0);
     const perf_stats_t *t = perf_run_totals(r, &(double){0});
     CU_ASSERT_EQUAL(t->produced_msgs, 200);
@@ -498,31 +454,11 @@ static void test_shared_broker_close(void)
     struct ev_loop *loop = ev_loop_new(0);
     fake_t *s = fake_start(loop);
     s->close_at_send = 50;
-    char *argv[] = {"quire-perf",
-                    "both",
-                    "--service-url",
-                    s->url,
-                    "--topic-prefix",
-                    "bc",
-                    "--num-topics",
-                    "3",
-                    "--messages",
-                    "300",
-                    "--rate",
-                    "3000",
-                    "--warmup-seconds",
-                    "0",
-                    "--report-interval-s",
-                    "100",
-                    "--op-timeout-s",
-                    "5",
-                    "--max-connections",
-                    "1",
-                    "--disable-batching",
-                    "--size",
-                    "16"};
     perf_opts_t o;
-    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 15);
+    perf_run_t *r =
+        run_perf_args(loop, &o, 15, "both", s->url, "--topic-prefix", "bc", "--num-topics", "3",
+                      "--messages", "300", "--rate", "3000", "--max-connections", "1",
+                      "--disable-batching", "--size", "16", NULL);
     CU_ASSERT_EQUAL(perf_run_status(r), 0);
     if (perf_run_status(r) != 0)
         fprintf(stderr, "run error: %s\n", perf_run_error(r));
@@ -545,31 +481,11 @@ static void test_shared_lost(void)
     struct ev_loop *loop = ev_loop_new(0);
     fake_t *s = fake_start(loop);
     s->drop_at_send = 20;
-    char *argv[] = {"quire-perf",
-                    "both",
-                    "--service-url",
-                    s->url,
-                    "--topic-prefix",
-                    "lost",
-                    "--num-topics",
-                    "3",
-                    "--messages",
-                    "300",
-                    "--rate",
-                    "3000",
-                    "--warmup-seconds",
-                    "0",
-                    "--report-interval-s",
-                    "100",
-                    "--op-timeout-s",
-                    "5",
-                    "--max-connections",
-                    "1",
-                    "--disable-batching",
-                    "--size",
-                    "16"};
     perf_opts_t o;
-    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 15);
+    perf_run_t *r =
+        run_perf_args(loop, &o, 15, "both", s->url, "--topic-prefix", "lost", "--num-topics", "3",
+                      "--messages", "300", "--rate", "3000", "--max-connections", "1",
+                      "--disable-batching", "--size", "16", NULL);
     CU_ASSERT_NOT_EQUAL(perf_run_status(r), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(perf_run_error(r), "lost"));
     CU_ASSERT_EQUAL(s->connects, 1);
@@ -583,26 +499,11 @@ static void test_paced_produce(void)
 {
     struct ev_loop *loop = ev_loop_new(0);
     fake_t *s = fake_start(loop);
-    char *argv[] = {"quire-perf",
-                    "produce",
-                    "--service-url",
-                    s->url,
-                    "--topics",
-                    "paced",
-                    "--no-partitions",
-                    "--rate",
-                    "400",
-                    "--seconds",
-                    "1",
-                    "--warmup-seconds",
-                    "0.2",
-                    "--disable-batching",
-                    "--report-interval-s",
-                    "0.5",
-                    "--op-timeout-s",
-                    "5"};
     perf_opts_t o;
-    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 10);
+    perf_run_t *r =
+        run_perf_args(loop, &o, 10, "produce", s->url, "--topics", "paced", "--no-partitions",
+                      "--rate", "400", "--seconds", "1", "--warmup-seconds", "0.2",
+                      "--disable-batching", "--report-interval-s", "0.5", NULL);
     CU_ASSERT_EQUAL(perf_run_status(r), 0);
     double d = 0;
     const perf_stats_t *t = perf_run_totals(r, &d);
@@ -624,10 +525,8 @@ static void test_producer_busy(void)
     struct ev_loop *loop = ev_loop_new(0);
     fake_t *s = fake_start(loop);
     s->producer_busy = true;
-    char *argv[] = {"quire-perf", "produce", "--service-url",  s->url,
-                    "--seconds",  "5",       "--op-timeout-s", "5"};
     perf_opts_t o;
-    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 10);
+    perf_run_t *r = run_perf_args(loop, &o, 10, "produce", s->url, "--seconds", "5", NULL);
     CU_ASSERT_NOT_EQUAL(perf_run_status(r), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(perf_run_error(r), "ProducerBusy"));
     perf_run_free(r);
@@ -648,9 +547,8 @@ static void test_refused(void)
     char url[64];
     snprintf(url, sizeof url, "pulsar://127.0.0.1:%u", ntohs(a.sin_port));
     struct ev_loop *loop = ev_loop_new(0);
-    char *argv[] = {"quire-perf", "both", "--service-url", url, "--op-timeout-s", "5"};
     perf_opts_t o;
-    perf_run_t *r = run_perf(loop, &o, (int)(sizeof argv / sizeof argv[0]), argv, 10);
+    perf_run_t *r = run_perf_args(loop, &o, 10, "both", url, NULL);
     CU_ASSERT_NOT_EQUAL(perf_run_status(r), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(perf_run_error(r), "cannot connect"));
     perf_run_free(r);
