@@ -761,6 +761,8 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
         rc = ledger_meta_load(&bk->ledgers, bk->ldir, &bk->meta_size, &records);
     bk->meta_records = records;
     if (rc == 0)
+        gc_trash_sweep(bk->ldir); /* logs GC removed whose blocks were still being freed */
+    if (rc == 0)
         rc = log_table_load(&bk->logs, bk->ldir, bookie_rebuild_entry, bk, &next_log);
     (void)next_log; /* also in bk->logs.next_id */
     if (rc == 0)

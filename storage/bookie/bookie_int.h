@@ -107,6 +107,10 @@ struct bookie {
 /* flush.c */
 int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint);
 int gc_run(bookie_t *bk);
+/* A removed entry log's name while its blocks are freed in the background. */
+#define GC_TRASH_SUFFIX ".del"
+/* Deletes what such background removals left (a crash, a stop): at open. */
+void gc_trash_sweep(const char *ldir);
 int checkpoint_load(const char *ldir, journal_pos_t *out);
 int meta_file_open(bookie_t *bk);
 int flusher_start(bookie_t *bk);
