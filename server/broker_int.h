@@ -103,6 +103,10 @@ struct conn {
     /* read buffer: bytes [rpos, rlen) not yet decoded */
     uint8_t *rbuf;
     size_t rpos, rlen, rcap;
+    /* A large SEND being received: its head stays at rbuf[rpos, rpos +
+     * big_head) and its payload part fills big (connection.c). */
+    qbuf_t *big;
+    size_t big_head;
     /* write queue: ring of items, bytes bounded */
     wq_item_t *wq;
     size_t wq_head, wq_count, wq_cap;
@@ -265,8 +269,10 @@ struct producer {
 };
 
 void producer_handle_create(conn_t *c, const Pulsar__Proto__CommandProducer *cmd);
+/* stored_buf: when the stored slice is all of a buffer the reader made for it
+ * (frame_t.payload_buf), the entry keeps a reference to it instead of a copy. */
 void producer_handle_send(conn_t *c, const Pulsar__Proto__CommandSend *cmd, const uint8_t *stored,
-                          size_t stored_len, bool checksum_ok);
+                          size_t stored_len, qbuf_t *stored_buf, bool checksum_ok);
 void producer_handle_close(conn_t *c, const Pulsar__Proto__CommandCloseProducer *cmd);
 /* Detaches the producer from its topic and frees it (conn close, unload). */
 void producer_destroy(producer_t *p);

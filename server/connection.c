@@ -100,6 +100,7 @@ void conn_unref(conn_t *c)
         qbuf_unref(c->wq[(c->wq_head + i) % c->wq_cap].buf);
     free(c->wq);
     free(c->rbuf);
+    qbuf_unref(c->big);
     qmap64_free(c->producers);
     qmap64_free(c->consumers);
     free(c);
@@ -533,7 +534,7 @@ static void handle_command(conn_t *c, const frame_t *f)
         break;
     case PULSAR__PROTO__BASE_COMMAND__TYPE__SEND:
         NEED(send);
-        producer_handle_send(c, cmd->send, f->payload, f->payload_len,
+        producer_handle_send(c, cmd->send, f->payload, f->payload_len, f->payload_buf,
                              !f->has_checksum || f->checksum_ok);
         break;
     case PULSAR__PROTO__BASE_COMMAND__TYPE__CLOSE_PRODUCER:
@@ -650,6 +651,102 @@ static int rbuf_reserve(conn_t *c, size_t want)
     return 0;
 }
 
+/* A frame's whole length, its 4-byte size prefix included. */
+static size_t frame_total(const uint8_t *p)
+{
+    return ((size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]) + 4;
+}
+
+/* A buffer grown past CONN_RBUF_BUSY for one large frame goes back to that
+ * size once the frame is handled, unless the bytes left start another such
+ * frame: a thousand producers each sending one 200 KiB batch would otherwise
+ * keep 256 KiB apiece, more than the data they have in flight. */
+static void rbuf_shrink(conn_t *c)
+{
+    size_t have = c->rlen - c->rpos;
+    if (c->rcap <= CONN_RBUF_BUSY || have > CONN_RBUF_BUSY / 2)
+        return;
+    if (have >= 4) {
+        size_t total = frame_total(c->rbuf + c->rpos);
+        if (total > CONN_RBUF_BUSY)
+            return;
+    }
+    memmove(c->rbuf, c->rbuf + c->rpos, have);
+    c->rpos = 0;
+    c->rlen = have;
+    uint8_t *nb = realloc(c->rbuf, CONN_RBUF_BUSY);
+    if (!nb)
+        return; /* keeps the larger buffer */
+    c->rbuf = nb;
+    c->rcap = CONN_RBUF_BUSY;
+}
+
+/* A frame larger than CONN_RBUF_BUSY (a producer's batch): once its head is
+ * in, its payload part goes to a buffer of its own, exactly its size, that the
+ * producer then stores without a copy (frame_t.payload_buf); rbuf keeps only
+ * the head. Returns false when the frame is not one (the caller grows rbuf). */
+static bool big_start(conn_t *c, size_t total)
+{
+    size_t have = c->rlen - c->rpos, head = 0;
+    if (total <= CONN_RBUF_BUSY || total <= have ||
+        frame_head_size(c->rbuf + c->rpos, have, max_frame_bytes(c), &head) != 0 || have < head ||
+        head == total)
+        return false;
+    qbuf_t *b = qbuf_new(total - head);
+    if (!b)
+        return false;
+    b->len = (uint32_t)(have - head);
+    memcpy(b->data, c->rbuf + c->rpos + head, b->len);
+    c->rlen = c->rpos + head;
+    c->big = b;
+    c->big_head = head;
+    return true;
+}
+
+/* Handles the frame whose payload part c->big now holds whole. */
+static void big_finish(conn_t *c)
+{
+    qbuf_t *b = c->big;
+    c->big = NULL;
+    frame_t f;
+    int rc =
+        frame_decode_split(c->rbuf + c->rpos, c->big_head, b->data, b->len, max_frame_bytes(c), &f);
+    c->rpos += c->big_head;
+    if (c->rpos == c->rlen)
+        c->rpos = c->rlen = 0;
+    if (rc < 0) {
+        char why[96];
+        snprintf(why, sizeof why, "bad frame: %s", q_strerror(rc));
+        conn_close(c, why);
+    } else {
+        c->seen_since_ping = true;
+        f.payload_buf = b;
+        handle_command(c, &f);
+        frame_free(&f);
+    }
+    qbuf_unref(b);
+}
+
+/* Reads into c->big; false when the socket has nothing more now. */
+static bool big_read(conn_t *c)
+{
+    size_t room = c->big->cap - c->big->len;
+    ssize_t n = conn_io_read(&c->io, c->big->data + c->big->len, room);
+    if (n == 0) {
+        conn_close(c, "closed by the client");
+        return false;
+    }
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EINTR)
+            conn_close(c, strerror(errno));
+        return false;
+    }
+    c->big->len += (uint32_t)n;
+    if ((size_t)n == room)
+        big_finish(c);
+    return (size_t)n == room;
+}
+
 static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)loop;
@@ -657,14 +754,18 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
     conn_t *c = w->data;
     conn_ref(c);
     for (int rounds = 0; rounds < 16 && c->state != CONN_CLOSED && !c->reads_paused; rounds++) {
+        if (c->big) {
+            if (!big_read(c))
+                break;
+            continue;
+        }
         /* The frame being received needs its whole length in the buffer; read
          * 16 KiB at a time otherwise, but never ask for more room than the
          * largest frame leaves (a nearly complete maximum-size frame needs
          * only its last bytes). */
         size_t have = c->rlen - c->rpos, want = 16384;
         if (have >= 4) {
-            uint8_t *p = c->rbuf + c->rpos;
-            size_t total = ((size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]) + 4;
+            size_t total = frame_total(c->rbuf + c->rpos);
             if (total > max_frame_bytes(c)) {
                 conn_close(c, "frame larger than the maximum");
                 break;
@@ -673,6 +774,8 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
                 conn_process(c);
                 continue;
             }
+            if (big_start(c, total))
+                continue;
             if (total - have > want)
                 want = total - have;
         }
@@ -703,6 +806,8 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         if ((size_t)n < c->rcap - (c->rlen - (size_t)n) && c->rlen == 0)
             break;
     }
+    if (c->state != CONN_CLOSED)
+        rbuf_shrink(c);
     /* TLS: decrypted bytes may wait in OpenSSL with nothing left on the socket. */
     if (c->state != CONN_CLOSED && !c->reads_paused && conn_io_pending(&c->io))
         ev_feed_event(c->broker->loop, &c->read_watcher, EV_READ);

@@ -268,7 +268,7 @@ static void send_add_done(int rc, ml_pos_t pos, void *arg)
 }
 
 void producer_handle_send(conn_t *c, const Pulsar__Proto__CommandSend *cmd, const uint8_t *stored,
-                          size_t stored_len, bool checksum_ok)
+                          size_t stored_len, qbuf_t *stored_buf, bool checksum_ok)
 {
     producer_t *p = qmap64_get(c->producers, cmd->producer_id);
     if (!p || !p->ready || !p->topic) {
@@ -295,7 +295,9 @@ void producer_handle_send(conn_t *c, const Pulsar__Proto__CommandSend *cmd, cons
     }
     topic_t *t = p->topic;
     send_ctx_t *s = malloc(sizeof *s);
-    qbuf_t *entry = qbuf_copy(stored, stored_len);
+    qbuf_t *entry = stored_buf && stored == stored_buf->data && stored_len == stored_buf->len
+                        ? qbuf_ref(stored_buf)
+                        : qbuf_copy(stored, stored_len);
     if (!s || !entry) {
         free(s);
         qbuf_unref(entry);

@@ -188,6 +188,34 @@ static int frame_decode_payload(const uint8_t *p, size_t n, frame_t *f)
     return 0;
 }
 
+/* Decodes a frame whose [total][cmdSize][command] bytes are head[0..head_len)
+ * and whose payload part is rest[0..rest_len): the sizes are already checked. */
+static int frame_decode_parts(const uint8_t *head, size_t head_len, const uint8_t *rest,
+                              size_t rest_len, frame_t *out)
+{
+    size_t cmd_size = head_len - FRAME_PREFIX_BYTES;
+    frame_t f = {.frame_len = head_len + rest_len};
+    frame_budget_t b;
+    frame_budget_init(&b, cmd_size);
+    f.cmd = pulsar__proto__base_command__unpack(&b.alloc, cmd_size, head + FRAME_PREFIX_BYTES);
+    if (!f.cmd)
+        return frame_budget_error(&b);
+    int rc = frame_check_type(f.cmd);
+    if (rc == 0) {
+        if (f.cmd->type == PULSAR__PROTO__BASE_COMMAND__TYPE__SEND ||
+            f.cmd->type == PULSAR__PROTO__BASE_COMMAND__TYPE__MESSAGE)
+            rc = frame_decode_payload(rest, rest_len, &f);
+        else if (rest_len != 0)
+            rc = QE_CORRUPT;
+    }
+    if (rc != 0) {
+        frame_free(&f);
+        return rc;
+    }
+    *out = f;
+    return 0;
+}
+
 int frame_decode(const uint8_t *buf, size_t len, size_t max_frame_bytes, frame_t *out,
                  size_t *consumed)
 {
@@ -204,31 +232,40 @@ int frame_decode(const uint8_t *buf, size_t len, size_t max_frame_bytes, frame_t
     }
     if (len < need)
         return QE_AGAIN;
+    size_t head_len = FRAME_PREFIX_BYTES + frame_rd32(buf + 4);
+    rc = frame_decode_parts(buf, head_len, buf + head_len, need - head_len, out);
+    if (rc == 0)
+        *consumed = need;
+    return rc;
+}
 
-    size_t cmd_size = frame_rd32(buf + 4);
-    frame_t f = {.frame_len = need};
-    frame_budget_t b;
-    frame_budget_init(&b, cmd_size);
-    f.cmd = pulsar__proto__base_command__unpack(&b.alloc, cmd_size, buf + FRAME_PREFIX_BYTES);
-    if (!f.cmd)
-        return frame_budget_error(&b);
-    rc = frame_check_type(f.cmd);
-    if (rc == 0) {
-        const uint8_t *rest = buf + FRAME_PREFIX_BYTES + cmd_size;
-        size_t rest_len = need - FRAME_PREFIX_BYTES - cmd_size;
-        if (f.cmd->type == PULSAR__PROTO__BASE_COMMAND__TYPE__SEND ||
-            f.cmd->type == PULSAR__PROTO__BASE_COMMAND__TYPE__MESSAGE)
-            rc = frame_decode_payload(rest, rest_len, &f);
-        else if (rest_len != 0)
-            rc = QE_CORRUPT;
-    }
-    if (rc != 0) {
-        frame_free(&f);
+int frame_head_size(const uint8_t *buf, size_t len, size_t max_frame_bytes, size_t *head_len)
+{
+    size_t need = 0;
+    int rc = frame_peek_size(buf, len, max_frame_bytes, &need);
+    if (rc != 0)
         return rc;
-    }
-    *out = f;
-    *consumed = need;
+    if (len < FRAME_PREFIX_BYTES)
+        return QE_AGAIN;
+    uint32_t cmd_size = frame_rd32(buf + 4);
+    if (cmd_size == 0 || cmd_size > need - FRAME_PREFIX_BYTES)
+        return QE_CORRUPT;
+    *head_len = FRAME_PREFIX_BYTES + (size_t)cmd_size;
     return 0;
+}
+
+int frame_decode_split(const uint8_t *head, size_t head_len, const uint8_t *rest, size_t rest_len,
+                       size_t max_frame_bytes, frame_t *out)
+{
+    size_t hl = 0, need = 0;
+    int rc = frame_head_size(head, head_len, max_frame_bytes, &hl);
+    if (rc == 0)
+        rc = frame_peek_size(head, head_len, max_frame_bytes, &need);
+    if (rc != 0)
+        return rc;
+    if (hl != head_len || need != head_len + rest_len)
+        return QE_CORRUPT;
+    return frame_decode_parts(head, head_len, rest, rest_len, out);
 }
 
 void frame_free(frame_t *f)

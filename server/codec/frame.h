@@ -72,6 +72,10 @@ typedef struct frame {
      * other commands. */
     const uint8_t *payload;
     size_t payload_len;
+    /* Set by a reader that received the payload part into a buffer of its own
+     * (frame_decode_split): that buffer, borrowed; a handler may keep a
+     * reference to it instead of copying the payload. NULL otherwise. */
+    qbuf_t *payload_buf;
     /* The BrokerEntryMetadata protobuf bytes when the 0x0e02 block is present
      * (borrowed; NULL/0 otherwise). */
     const uint8_t *broker_entry_metadata;
@@ -92,6 +96,18 @@ typedef struct frame {
  * owns out->cmd and must call frame_free; the slices borrow buf. */
 int frame_decode(const uint8_t *buf, size_t len, size_t max_frame_bytes, frame_t *out,
                  size_t *consumed);
+
+/* The bytes of [total][cmdSize][command] of the frame at the front of buf: 0
+ * and *head_len once its first 8 bytes are in, QE_AGAIN before, or
+ * frame_decode's size errors. Lets a reader receive a large payload apart. */
+int frame_head_size(const uint8_t *buf, size_t len, size_t max_frame_bytes, size_t *head_len);
+
+/* frame_decode of a frame received in two pieces: head[0..head_len) exactly its
+ * [total][cmdSize][command] bytes, rest[0..rest_len) what follows (a SEND's
+ * payload part). Same results, but never QE_AGAIN: sizes that disagree are
+ * QE_CORRUPT. The slices borrow rest. */
+int frame_decode_split(const uint8_t *head, size_t head_len, const uint8_t *rest, size_t rest_len,
+                       size_t max_frame_bytes, frame_t *out);
 
 /* How many bytes the frame at the front of buf needs in all: 0 and *need once
  * the 4-byte size is in (even if the frame is not), QE_AGAIN before, or the

@@ -422,3 +422,64 @@ def test_many_bad_connections_in_a_row(quire):
             pass
         r.close()
     assert_server_works(quire)
+
+
+def test_large_sends_in_pieces(quire, raw, client):
+    """SENDs larger than a connection's usual read buffer are received apart from
+    it (server/connection.c, big_start): arriving in odd pieces, back to back with
+    small ones, with a wrong checksum in the middle, each is stored exactly or
+    refused alone, and the stream stays in step."""
+    topic = f"persistent://public/default/raw-big-{uuid.uuid4().hex[:8]}"
+    r = raw()
+    r.connect()
+    r.lookup(topic)
+    r.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    r.send(simple_frame(base_command(PRODUCER, 5, f_bytes(1, topic) + f_varint(2, 1) + f_varint(3, 1)
+                                     + f_bytes(4, "big-producer"))))
+    r.expect({PRODUCER_SUCCESS})
+
+    def send_frame(seq, payload, bad_crc=False):
+        cmd = base_command(SEND, 6, f_varint(1, 1) + f_varint(2, seq) + f_varint(3, 1))
+        return payload_frame(cmd, metadata(seq, "big-producer"), payload, bad_crc=bad_crc)
+
+    big_a, big_bad, big_d = os.urandom(300_000), os.urandom(150_000), os.urandom(70_000)
+    stream = (send_frame(0, big_a) + send_frame(1, big_bad, bad_crc=True) + send_frame(2, b"small-c")
+              + send_frame(3, big_d) + send_frame(4, b"small-e"))
+    # Pieces of 1, 3, 7 ... bytes and up to 96 KiB, apart in time so that the
+    # server reads them separately: heads split, payloads in several reads.
+    sizes, i, k = [1, 3, 7, 2, 64, 1000, 98_304, 5, 40_000, 65_536, 12], 0, 0
+    while i < len(stream):
+        n = sizes[k % len(sizes)]
+        r.send(stream[i:i + n])
+        i, k = i + n, k + 1
+        time.sleep(0.002)
+    receipts, errors = [], []
+    while len(receipts) + len(errors) < 5:
+        ctype, sub = r.expect({SEND_RECEIPT, SEND_ERROR})
+        (receipts if ctype == SEND_RECEIPT else errors).append(sub)
+    assert sorted(s[2][0] for s in receipts) == [0, 2, 3, 4]
+    assert [(s[2][0], s[3][0]) for s in errors] == [(1, CHECKSUM_ERROR)]
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    got = [reader.read_next(timeout_millis=10000).data() for _ in range(4)]
+    with pytest.raises(pulsar.Timeout):
+        reader.read_next(timeout_millis=1000)
+    reader.close()
+    assert got == [big_a, b"small-c", big_d, b"small-e"]
+
+    # A connection that goes away in the middle of a large SEND: nothing of it
+    # is stored, and the server carries on.
+    r2 = raw()
+    r2.connect()
+    r2.send(simple_frame(base_command(PRODUCER, 5, f_bytes(1, topic) + f_varint(2, 1) + f_varint(3, 1)
+                                      + f_bytes(4, "cut-producer"))))
+    r2.expect({PRODUCER_SUCCESS})
+    cut = send_frame(5, os.urandom(200_000))
+    r2.send(cut[:120_000])
+    time.sleep(0.2)
+    r2.close()
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    assert len([reader.read_next(timeout_millis=10000) for _ in range(4)]) == 4
+    with pytest.raises(pulsar.Timeout):
+        reader.read_next(timeout_millis=1000)
+    reader.close()
+    assert_server_works(quire)

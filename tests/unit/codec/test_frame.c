@@ -81,6 +81,55 @@ static void test_send_with_checksum_exact_slice(void)
     qbuf_unref(b);
 }
 
+/* A frame received in two pieces (head, then the payload part in a buffer of
+ * its own) decodes as it does whole; sizes that disagree are refused. */
+static void test_split_decode(void)
+{
+    qbuf_t *b = make_send(true);
+    TEST_REQUIRE(b != NULL);
+    size_t head = 0;
+    CU_ASSERT_EQUAL(frame_head_size(b->data, 7, MAXF, &head), QE_AGAIN);
+    TEST_REQUIRE(frame_head_size(b->data, 8, MAXF, &head) == 0);
+    CU_ASSERT_EQUAL(head, 8 + rd32(b->data + 4));
+    qbuf_t *rest = qbuf_copy(b->data + head, b->len - head);
+    TEST_REQUIRE(rest != NULL);
+
+    frame_t f;
+    TEST_REQUIRE(frame_decode_split(b->data, head, rest->data, rest->len, MAXF, &f) == 0);
+    CU_ASSERT_EQUAL(f.frame_len, b->len);
+    CU_ASSERT_EQUAL(f.cmd->type, PULSAR__PROTO__BASE_COMMAND__TYPE__SEND);
+    CU_ASSERT_EQUAL(f.cmd->send->sequence_id, 42);
+    CU_ASSERT_PTR_EQUAL(f.payload, rest->data); /* borrows the second piece */
+    CU_ASSERT_EQUAL(f.payload_len, rest->len);
+    CU_ASSERT_TRUE(f.has_checksum);
+    CU_ASSERT_TRUE(f.checksum_ok);
+    CU_ASSERT_PTR_NULL(f.payload_buf); /* the reader sets it */
+    frame_free(&f);
+
+    /* One byte short, one too many, a head that is not exactly the head. */
+    CU_ASSERT_EQUAL(frame_decode_split(b->data, head, rest->data, rest->len - 1, MAXF, &f),
+                    QE_CORRUPT);
+    qbuf_t *longer = qbuf_new(rest->len + 1);
+    TEST_REQUIRE(longer != NULL);
+    memcpy(longer->data, rest->data, rest->len);
+    longer->len = rest->len + 1;
+    CU_ASSERT_EQUAL(frame_decode_split(b->data, head, longer->data, longer->len, MAXF, &f),
+                    QE_CORRUPT);
+    CU_ASSERT_EQUAL(frame_decode_split(b->data, head + 1, rest->data + 1, rest->len - 1, MAXF, &f),
+                    QE_CORRUPT);
+    CU_ASSERT_EQUAL(frame_decode_split(b->data, 4, rest->data, rest->len, MAXF, &f), QE_AGAIN);
+
+    /* A corrupted payload byte: decoded, checksum reported bad. */
+    rest->data[rest->len - 1] ^= 0xff;
+    TEST_REQUIRE(frame_decode_split(b->data, head, rest->data, rest->len, MAXF, &f) == 0);
+    CU_ASSERT_TRUE(f.has_checksum);
+    CU_ASSERT_FALSE(f.checksum_ok);
+    frame_free(&f);
+    qbuf_unref(longer);
+    qbuf_unref(rest);
+    qbuf_unref(b);
+}
+
 static void test_send_without_checksum(void)
 {
     qbuf_t *b = make_send(false);
@@ -518,5 +567,6 @@ void codec_register_frame(void)
     CU_add_test(s, "protobuf allocation budget", test_allocation_budget);
     CU_add_test(s, "random buffers never crash", test_random_buffers_never_crash);
     CU_add_test(s, "message header + stored bytes", test_message_header_plus_stored);
+    CU_add_test(s, "split decode (head, then payload apart)", test_split_decode);
     CU_add_test(s, "encode checks required fields", test_encode_checks_required);
 }
