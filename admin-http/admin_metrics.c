@@ -371,6 +371,41 @@ static void snapshot_free(snapshot_t *sn)
 
 /* ------------------------------------------------------------- rendering -- */
 
+/* The entry cache: Pulsar's gauge of its size, and counters of what reads
+ * found in it (Pulsar publishes rates of these; a counter's rate is the
+ * scraper's to take). */
+static void render_cache(FILE *f, const char *cl, const ml_cache_info_t *c)
+{
+    const struct {
+        const char *name, *type, *help;
+        uint64_t v;
+    } rows[] = {
+        {"pulsar_ml_cache_used_size", "gauge", "Bytes of entries in the broker's entry cache",
+         c->bytes},
+        {"quire_ml_cache_entries", "gauge", "Entries in the broker's entry cache", c->entries},
+        {"quire_ml_cache_hits_total", "counter", "Entries reads found in the entry cache", c->hits},
+        {"quire_ml_cache_hit_bytes_total", "counter", "Bytes of the entries found in the cache",
+         c->hit_bytes},
+        {"quire_ml_cache_misses_total", "counter",
+         "Entries reads did not find in the entry cache (read from ledgers)", c->misses},
+        {"quire_ml_cache_miss_bytes_total", "counter", "Bytes of the entries read from ledgers",
+         c->miss_bytes},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s{cluster=\"%s\"} %llu\n", rows[i].name,
+                rows[i].help, rows[i].name, rows[i].type, rows[i].name, cl,
+                (unsigned long long)rows[i].v);
+    fputs("# HELP quire_ml_cache_evictions_total Entries evicted from the entry cache, by why: "
+          "size (the bound), read (every reader past it), age (the time threshold)\n"
+          "# TYPE quire_ml_cache_evictions_total counter\n",
+          f);
+    const char *why[] = {"size", "read", "age"};
+    uint64_t n[] = {c->evictions_size, c->evictions_read, c->evictions_age};
+    for (size_t i = 0; i < 3; i++)
+        fprintf(f, "quire_ml_cache_evictions_total{cluster=\"%s\",reason=\"%s\"} %llu\n", cl,
+                why[i], (unsigned long long)n[i]);
+}
+
 /* A label value with \, " and newline escaped. */
 static void put_label(FILE *f, const char *name, const char *value)
 {
@@ -653,6 +688,7 @@ char *admin_metrics_render(admin_metrics_t *m, size_t *len)
             cl, counts.topics, cl, counts.connections, cl, counts.buffer_paused, cl,
             (unsigned long long)counts.buffer_pauses, cl,
             (unsigned long long)counts.pending_publish_bytes);
+    render_cache(f, cl, &counts.cache);
 
     render_topic_family(f, &sn, cl, "pulsar_subscriptions_count", "gauge",
                         "Number of subscriptions", TV_SUBS);

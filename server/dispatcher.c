@@ -108,6 +108,15 @@ int subscription_replay_reserve(subscription_t *s, size_t need)
     return 0;
 }
 
+/* The entry cache keeps what the replay set will read (ml_cursor_set_cache_hold):
+ * an entry held back for a busy Key_Shared consumer is sent from memory later
+ * instead of being read back from the bookie. */
+static void replay_hold_sync(subscription_t *s)
+{
+    if (s->cursor)
+        ml_cursor_set_cache_hold(s->cursor, s->replay_count ? &s->replay[0] : NULL);
+}
+
 void subscription_replay_add(subscription_t *s, ml_pos_t pos, uint32_t key_hash)
 {
     bool found;
@@ -128,6 +137,8 @@ void subscription_replay_add(subscription_t *s, ml_pos_t pos, uint32_t key_hash)
     s->replay_count++;
     if (is_key_shared(s))
         replay_hash_count(s, key_hash, +1);
+    if (i == 0)
+        replay_hold_sync(s);
 }
 
 void subscription_replay_remove(subscription_t *s, ml_pos_t pos)
@@ -142,6 +153,8 @@ void subscription_replay_remove(subscription_t *s, ml_pos_t pos)
     memmove(&s->replay[i], &s->replay[i + 1], tail * sizeof *s->replay);
     memmove(&s->replay_keys[i], &s->replay_keys[i + 1], tail * sizeof *s->replay_keys);
     s->replay_count--;
+    if (i == 0)
+        replay_hold_sync(s);
 }
 
 void subscription_replay_trim(subscription_t *s)
@@ -157,11 +170,13 @@ void subscription_replay_trim(subscription_t *s)
         }
     }
     s->replay_count = w;
+    replay_hold_sync(s);
 }
 
 void subscription_replay_clear(subscription_t *s)
 {
     s->replay_count = 0;
+    replay_hold_sync(s);
     qmap64_free(s->replay_hashes);
     s->replay_hashes = qmap64_new();
     delayed_clear(s); /* the cursor was reset: held entries are read again */

@@ -162,28 +162,47 @@ bool ml_cursors_slowest(const managed_ledger_t *ml, ml_pos_t *mark_delete)
     return any;
 }
 
-/* c reads pos soon: it is at most ML_CACHE_BACKLOG_ENTRIES before it. A cursor
- * two ledgers or more behind the current one is far behind whatever the count
+/* A reader at `at` reads pos soon: it is at most ML_CACHE_BACKLOG_ENTRIES before
+ * it. A reader two ledgers or more behind the current one is far behind whatever the count
  * (and counting would walk the ledger list on every add). */
-static bool cursor_tails(const managed_ledger_t *ml, const ml_cursor_t *c, ml_pos_t pos)
+static bool reader_tails(const managed_ledger_t *ml, ml_pos_t at, ml_pos_t pos)
 {
-    if (ml_pos_cmp(c->read_pos, pos) >= 0)
+    if (ml_pos_cmp(at, pos) >= 0)
         return true;
     const ml_ledger_list_t *l = &ml->ledgers;
-    if (l->n >= 2 && c->read_pos.ledger_id < l->v[l->n - 2].ledger_id)
+    if (l->n >= 2 && at.ledger_id < l->v[l->n - 2].ledger_id)
         return false;
-    return ml_list_count(l, c->read_pos, pos) <= ML_CACHE_BACKLOG_ENTRIES;
+    return ml_list_count(l, at, pos) <= ML_CACHE_BACKLOG_ENTRIES;
 }
 
 bool ml_cursors_any_tailing(const managed_ledger_t *ml, ml_pos_t pos)
 {
     for (const ml_cursor_t *c = ml->cursors; c; c = c->next)
-        if (!c->deleted && c->handle_refs > 0 && cursor_tails(ml, c, pos))
+        if (!c->deleted && c->handle_refs > 0 && reader_tails(ml, c->read_pos, pos))
             return true;
     return false;
 }
 
-/* Evicts the cached entries below every tailing cursor's read position. Stops
+/* Where c still reads from, for the cache: its read position, or its user's
+ * hold when that is before it. */
+static ml_pos_t cursor_cache_pos(const ml_cursor_t *c)
+{
+    return c->has_hold && ml_pos_cmp(c->hold, c->read_pos) < 0 ? c->hold : c->read_pos;
+}
+
+void ml_cursor_set_cache_hold(ml_cursor_t *c, const ml_pos_t *from)
+{
+    bool moved_on = c->has_hold && (!from || ml_pos_cmp(*from, c->hold) > 0);
+    if (from && c->has_hold && ml_pos_cmp(*from, c->hold) == 0)
+        return;
+    c->has_hold = from != NULL;
+    if (from)
+        c->hold = *from;
+    if (moved_on)
+        ml_cache_read_past(c->ml);
+}
+
+/* Evicts the cached entries below every tailing cursor's read position (or hold). Stops
  * early (nothing to evict) at the first tailing cursor still at or before the
  * oldest cached entry, so with tailing cursors only the last to read one walks
  * them all; a backlogged cursor (far behind the oldest cached entry) reads
@@ -201,13 +220,14 @@ void ml_cache_read_past(managed_ledger_t *ml)
             continue;
         if (++n > ML_CACHE_READERS_MAX)
             return;
-        if (ml_pos_cmp(c->read_pos, oldest) <= 0) {
-            if (cursor_tails(ml, c, oldest))
+        ml_pos_t at = cursor_cache_pos(c);
+        if (ml_pos_cmp(at, oldest) <= 0) {
+            if (reader_tails(ml, at, oldest))
                 return;
             continue;
         }
-        if (!any || ml_pos_cmp(c->read_pos, slowest) < 0)
-            slowest = c->read_pos;
+        if (!any || ml_pos_cmp(at, slowest) < 0)
+            slowest = at;
         any = true;
     }
     if (any)
@@ -576,6 +596,8 @@ int ml_cursor_close(ml_cursor_t *c, ml_done_cb cb, void *arg)
     }
     managed_ledger_t *ml = c->ml;
     c->handle_refs--;
+    if (c->handle_refs == 0)
+        c->has_hold = false; /* its user is gone; a reopened cursor starts without */
     if (c->durable)
         return cursor_flush(c, cb, arg);
     if (c->handle_refs == 0) {
@@ -651,9 +673,10 @@ static void cursor_read_done(int rc, const ml_entry_t *entries, size_t n, void *
 {
     cursor_read_op_t *op = arg;
     ml_cursor_t *c = op->c;
+    bool moved = false;
     if (rc == 0 && n > 0 && c->seek_gen == op->seek_gen) {
         c->read_pos = ml_list_next(&c->ml->ledgers, entries[n - 1].pos);
-        ml_cache_read_past(c->ml); /* the entries are referenced in `entries` */
+        moved = true;
     }
     ml_entry_t *kept = n ? malloc(n * sizeof *kept) : NULL;
     size_t k = 0;
@@ -665,11 +688,16 @@ static void cursor_read_done(int rc, const ml_entry_t *entries, size_t n, void *
     /* Everything read was acknowledged meanwhile: read on (bounded). */
     if (rc == 0 && n > 0 && k == 0 && op->tries++ < 4 && !c->deleted &&
         cursor_read_issue(op) == 0) {
+        ml_cache_read_past(c->ml);
         free(kept);
         return;
     }
     c->reading = false;
     op->cb(rc, kept, k, op->arg);
+    /* Evicts only now that the user has set its hold on what it keeps to
+     * send later (a Key_Shared consumer without permits). */
+    if (moved && !c->deleted && c->handle_refs > 0)
+        ml_cache_read_past(c->ml);
     free(kept);
     free(op);
     cursor_maybe_free(c);

@@ -56,6 +56,11 @@ int ml_cursor_delete(managed_ledger_t *ml, const char *name, ml_done_cb cb, void
  * advances the read position past what it returns. n == 0: nothing available. */
 int ml_cursor_read(ml_cursor_t *c, size_t max_entries, size_t max_bytes, ml_read_cb cb, void *arg);
 bool ml_cursor_has_more(const ml_cursor_t *c);
+/* The cursor's user will read entries again from *from (its redelivery set's
+ * first position): the entry cache keeps the entries from there as if the read
+ * position were there, within the cache's age and size bounds. NULL: no such
+ * entries. A hold that moves on lets what it kept be evicted. */
+void ml_cursor_set_cache_hold(ml_cursor_t *c, const ml_pos_t *from);
 /* Moves the read position (redelivery: rewind to the first unacknowledged). */
 void ml_cursor_seek_read(ml_cursor_t *c, ml_pos_t pos);
 void ml_cursor_rewind(ml_cursor_t *c);

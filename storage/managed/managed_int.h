@@ -247,6 +247,7 @@ struct ml_factory {
     ev_timer cache_timer;  /* age eviction; runs while the cache holds entries */
     double cache_age_s;    /* 0: no age eviction */
     size_t trim_ticking;   /* managed ledgers it serves; it runs while > 0 */
+    uint64_t reads_hit, reads_hit_bytes, reads_missed, reads_missed_bytes; /* ml_read.c */
 };
 
 struct managed_ledger {
@@ -325,6 +326,8 @@ struct ml_cursor {
     int handle_refs; /* ml_cursor_open handles */
     ml_ack_state_t acks;
     ml_pos_t read_pos;
+    bool has_hold; /* ml_cursor_set_cache_hold: entries from hold read again */
+    ml_pos_t hold;
     uint64_t seek_gen; /* bumped by seeks: a read in flight does not move R */
     bool reading;
     /* persistence */

@@ -93,6 +93,21 @@ static void cache_timer_arm(ml_factory_t *f)
     ev_timer_start(f->loop, &f->cache_timer);
 }
 
+void ml_factory_cache_info(const ml_factory_t *f, ml_cache_info_t *out)
+{
+    ml_cache_stats_t st;
+    ml_cache_get_stats(f->cache, &st);
+    *out = (ml_cache_info_t){.entries = st.entries,
+                             .bytes = st.bytes,
+                             .hits = f->reads_hit,
+                             .hit_bytes = f->reads_hit_bytes,
+                             .misses = f->reads_missed,
+                             .miss_bytes = f->reads_missed_bytes,
+                             .evictions_size = st.evictions,
+                             .evictions_read = st.evictions_read,
+                             .evictions_age = st.evictions_age};
+}
+
 void ml_factory_set_cache_age(ml_factory_t *f, double seconds)
 {
     f->cache_age_s = seconds > 0 ? seconds : 0;

@@ -82,6 +82,15 @@ int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
 void ml_factory_set_cache_age(ml_factory_t *f, double seconds);
 /* All managed ledgers must be closed first. */
 void ml_factory_free(ml_factory_t *f);
+/* The entry cache, for metrics: what it holds now, and since the factory was
+ * made, the entries reads found in it or had to read from ledgers. */
+typedef struct ml_cache_info {
+    uint64_t entries, bytes;
+    uint64_t hits, hit_bytes;
+    uint64_t misses, miss_bytes;
+    uint64_t evictions_size, evictions_read, evictions_age;
+} ml_cache_info_t;
+void ml_factory_cache_info(const ml_factory_t *f, ml_cache_info_t *out);
 /* The ledger client the factory writes with (borrowed): for ledgers a user of
  * the managed ledger keeps beside it, such as a topic's compacted ledger. */
 ledger_client_t *ml_factory_ledger_client(ml_factory_t *f);

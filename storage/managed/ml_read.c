@@ -229,6 +229,9 @@ static void read_ledger_done(int rc, int64_t first, qbuf_t *const *entries, size
         read_finish(op);
     } else {
         ml->rstats.ledger_entries_read += n;
+        ml->f->reads_missed += n;
+        for (size_t i = 0; i < n; i++)
+            ml->f->reads_missed_bytes += entries[i]->len;
         for (size_t i = 0; i < n && op->rc == 0; i++)
             op->rc = read_append(op, (ml_pos_t){op->ledger_id, first + (int64_t)i}, entries[i]);
         op->next = (ml_pos_t){op->ledger_id, first + (int64_t)n};
@@ -310,6 +313,8 @@ static void read_continue(ml_read_op_t *op)
             return;
         }
         ml->rstats.cache_hits++;
+        ml->f->reads_hit++;
+        ml->f->reads_hit_bytes += b->len;
         op->rc = read_append(op, pos, b);
         op->next = (ml_pos_t){pos.ledger_id, pos.entry_id + 1};
     }

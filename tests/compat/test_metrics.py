@@ -102,3 +102,40 @@ def test_publisher_stats_are_measured(quire):
     assert pubs[0]["averageMsgSize"] > 100
     producer.close()
     client.close()
+
+
+def test_entry_cache_metrics_follow_reads(quire):
+    """The entry cache's metrics: a tailing consumer is served from the cache
+    (hits; each entry then evicted as read), a reader of the same entries after
+    they left the cache reads the bookie (misses)."""
+    import pulsar
+    topic = f"persistent://public/default/cache-{uuid.uuid4().hex[:8]}"
+    client = new_client(quire.service_url)
+    consumer = client.subscribe(topic, "tail")
+    producer = client.create_producer(topic, batching_enabled=False)
+    before = _families(quire.web_url)
+    cl = dict(cluster="standalone")
+    for i in range(20):
+        producer.send(f"m-{i}".encode())
+    for _ in range(20):
+        consumer.acknowledge(consumer.receive(timeout_millis=10000))
+    time.sleep(1.5)  # past the 1 s age: nothing of the topic left cached
+    mid = _families(quire.web_url)
+    assert _value(mid, "quire_ml_cache_hits", **cl) - _value(before, "quire_ml_cache_hits", **cl) >= 20
+    assert (_value(mid, "quire_ml_cache_hit_bytes", **cl)
+            - _value(before, "quire_ml_cache_hit_bytes", **cl)) >= 20 * 3
+    assert (_value(mid, "quire_ml_cache_evictions", reason="read", **cl)
+            - _value(before, "quire_ml_cache_evictions", reason="read", **cl)) >= 20
+    assert _value(mid, "pulsar_ml_cache_used_size", **cl) >= 0
+    assert _value(mid, "quire_ml_cache_entries", **cl) >= 0
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    got = [reader.read_next(timeout_millis=10000).data() for _ in range(20)]
+    assert got == [f"m-{i}".encode() for i in range(20)]
+    after = _families(quire.web_url)
+    assert _value(after, "quire_ml_cache_misses", **cl) - _value(mid, "quire_ml_cache_misses", **cl) >= 20
+    assert (_value(after, "quire_ml_cache_miss_bytes", **cl)
+            - _value(mid, "quire_ml_cache_miss_bytes", **cl)) >= 20 * 3
+    reader.close()
+    producer.close()
+    consumer.close()
+    client.close()

@@ -975,6 +975,73 @@ static void test_cache_skips_backlogged_cursor(void)
     free(dir);
 }
 
+/* A cursor's user that keeps entries to send later (a Key_Shared replay set)
+ * holds them in the cache: set from inside the read callback, the hold is in
+ * place before the read's eviction; moving it on or clearing it evicts. */
+typedef struct hold_read {
+    ml_cursor_t *c;
+    got_t g;
+} hold_read_t;
+
+static void hold_on_read(int rc, const ml_entry_t *entries, size_t n, void *arg)
+{
+    hold_read_t *h = arg;
+    if (rc == 0 && n >= 2)
+        ml_cursor_set_cache_hold(h->c, &entries[1].pos); /* entry 1 on: sent later */
+    on_read(rc, entries, n, &h->g);
+}
+
+static void test_cache_hold_keeps_replays(void)
+{
+    char *dir = test_tmpdir("ml-hold");
+    tstack_t s;
+    TEST_REQUIRE(stack_open(&s, dir, 1u << 20) == 0);
+    ml_config_t cfg = small_config();
+    managed_ledger_t *ml = open_ml(&s, "t/hold", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    ml_factory_set_cache_age(s.f, 0); /* only readers decide here */
+    const ml_cache_t *cache = ml_factory_cache(s.f);
+    ml_cursor_t *c = open_cursor(&s, ml, "ks", ML_POS_LATEST, true);
+    TEST_REQUIRE(c != NULL);
+    adds_t a;
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "h", 0, 5, 0, &a), 5);
+    hold_read_t h = {.c = c};
+    TEST_REQUIRE(ml_cursor_read(c, 100, 0, hold_on_read, &h) == 0);
+    TEST_REQUIRE(test_run_until(s.loop, &h.g.done, WAIT_S));
+    CU_ASSERT_EQUAL(h.g.n, 5);
+    ml_cache_stats_t cs;
+    ml_cache_get_stats(cache, &cs);
+    CU_ASSERT_EQUAL(cs.entries, 4); /* entry 0 evicted; 1..4 held */
+    /* The replay read of entry 1 is served from memory. */
+    ml_read_stats_t before, after;
+    ml_get_read_stats(ml, &before);
+    got_t g;
+    memset(&g, 0, sizeof g);
+    TEST_REQUIRE(ml_read(ml, h.g.pos[1], 1, 0, on_read, &g) == 0);
+    TEST_REQUIRE(test_run_until(s.loop, &g.done, WAIT_S));
+    CU_ASSERT_TRUE(text_is(&g, 0, "h", 1));
+    ml_get_read_stats(ml, &after);
+    CU_ASSERT_EQUAL(after.cache_hits, before.cache_hits + 1);
+    CU_ASSERT_EQUAL(after.ledger_reads, before.ledger_reads);
+    ml_cache_info_t info;
+    ml_factory_cache_info(s.f, &info);
+    CU_ASSERT_EQUAL(info.misses, 0);
+    CU_ASSERT_TRUE(info.hits >= 6);
+    CU_ASSERT_EQUAL(info.entries, 4);
+    /* The hold moves on to entry 3: 1 and 2 go; cleared: the rest go. */
+    ml_cursor_set_cache_hold(c, &h.g.pos[3]);
+    ml_cache_get_stats(cache, &cs);
+    CU_ASSERT_EQUAL(cs.entries, 2);
+    ml_cursor_set_cache_hold(c, NULL);
+    ml_cache_get_stats(cache, &cs);
+    CU_ASSERT_EQUAL(cs.entries, 0);
+    CU_ASSERT_EQUAL(close_cursor(&s, c), 0);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    stack_close(&s);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_pending_adds_bounded(void)
 {
     char *dir = test_tmpdir("ml-bound");
@@ -1120,6 +1187,8 @@ void register_managed_suite(void)
     CU_add_test(s, "cache eviction follows the slowest cursor and age",
                 test_cache_eviction_follows_cursors);
     CU_add_test(s, "cache skips a backlogged cursor", test_cache_skips_backlogged_cursor);
+    CU_add_test(s, "cache keeps what a cursor's user holds for replay",
+                test_cache_hold_keeps_replays);
     CU_add_test(s, "pending adds bounded", test_pending_adds_bounded);
     CU_add_test(s, "concurrent open, properties", test_concurrent_open_and_properties);
     CU_add_test(s, "rollover by time", test_rollover_by_time);
