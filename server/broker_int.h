@@ -59,11 +59,13 @@ struct broker {
     void *shutdown_arg;
     int shutdown_pending;
     /* appends in flight over all connections (maxMessagePublishBufferSizeInMB),
-     * and the connections paused because of it (list through buffer_next) */
+     * and the connections paused because of it (list through buffer_next,
+     * oldest first: resumed in that order) */
     uint64_t pending_publish_bytes;
-    conn_t *buffer_paused;
-    uint64_t buffer_pauses; /* connections paused by it, ever */
-    char **shutdown_names;  /* topics still to close, in waves (broker.c) */
+    conn_t *buffer_paused, *buffer_paused_tail;
+    uint64_t buffer_granted_bytes; /* room promised to resumed connections not yet read */
+    uint64_t buffer_pauses;        /* connections paused by it, ever */
+    char **shutdown_names;         /* topics still to close, in waves (broker.c) */
     size_t shutdown_n, shutdown_next;
     bool shutdown_starting; /* in shutdown_next_topics */
     char service_url[256];
@@ -115,6 +117,8 @@ struct conn {
     int publish_throttles; /* topics whose publish rate paused reads here (limits.c) */
     bool buffer_paused;    /* paused by the broker-wide publish buffer bound */
     conn_t *buffer_prev, *buffer_next;
+    uint32_t last_publish_bytes; /* its last append: what a resume lets in next */
+    uint32_t buffer_granted;     /* resumed with room for one append of this size */
     qmap64_t *producers;
     qmap64_t *consumers;
     char peer[64];

@@ -44,6 +44,8 @@
 #define CONN_WQ_MAX_BYTES (256u << 20)
 #define CONN_RBUF_INITIAL (16u << 10) /* one read; most connections never need more */
 #define CONN_RBUF_BUSY (64u << 10)    /* grown to when a read fills the buffer */
+/* A SEND larger than this is received into a buffer of its own (big_start). */
+#define CONN_BIG_FRAME CONN_RBUF_INITIAL
 #define PROTOCOL_VERSION_MAX 21
 
 static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -107,6 +109,9 @@ void conn_unref(conn_t *c)
 }
 
 static void buffer_unlink(conn_t *c);
+static bool buffer_over(const conn_t *c);
+static void buffer_pause(conn_t *c);
+static void buffer_grant_end(conn_t *c);
 
 void conn_close(conn_t *c, const char *why)
 {
@@ -121,6 +126,7 @@ void conn_close(conn_t *c, const char *why)
     conn_security_closed(c); /* conn_security.c: limits, refresh timer */
     if (c->buffer_paused)
         buffer_unlink(c);
+    buffer_grant_end(c);
     conn_io_close(&c->io);
     c->fd = -1;
 
@@ -370,7 +376,10 @@ void conn_resume_reads(conn_t *c)
  * all connections are bounded too, not only per connection, so that a
  * thousand producers each within their own bound cannot make the broker hold
  * gigabytes. Past the bound the connection that sent stops being read (others
- * follow as they send); below half, every paused connection resumes. */
+ * follow as they send). Below half, paused connections resume oldest first,
+ * as many as the room left under the bound takes, each counted at the size of
+ * its last append: resuming all at once would let each send another batch,
+ * and a thousand batches can be many times the bound. */
 static void buffer_unlink(conn_t *c)
 {
     broker_t *b = c->broker;
@@ -380,38 +389,86 @@ static void buffer_unlink(conn_t *c)
         b->buffer_paused = c->buffer_next;
     if (c->buffer_next)
         c->buffer_next->buffer_prev = c->buffer_prev;
+    else
+        b->buffer_paused_tail = c->buffer_prev;
     c->buffer_prev = c->buffer_next = NULL;
     c->buffer_paused = false;
 }
 
-void broker_publish_bytes_add(conn_t *c, uint64_t bytes)
+/* c must wait: the bound is reached (counting the room promised to resumed
+ * connections), or others wait already (they go first). */
+static bool buffer_over(const conn_t *c)
+{
+    const broker_t *b = c->broker;
+    uint64_t max = b->cfg.max_publish_buffer_bytes;
+    return max != 0 && !c->buffer_paused && c->state != CONN_CLOSED &&
+           (b->pending_publish_bytes + b->buffer_granted_bytes >= max || b->buffer_paused);
+}
+
+static void buffer_resume(broker_t *b);
+
+/* c used (or lost) the room a release granted it: what it did not use may
+ * let the next waiting connection in. */
+static void buffer_grant_end(conn_t *c)
+{
+    if (c->buffer_granted) {
+        c->broker->buffer_granted_bytes -= c->buffer_granted;
+        c->buffer_granted = 0;
+        buffer_resume(c->broker);
+    }
+}
+
+static void buffer_pause(conn_t *c)
 {
     broker_t *b = c->broker;
-    b->pending_publish_bytes += bytes;
-    uint64_t max = b->cfg.max_publish_buffer_bytes;
-    if (max == 0 || b->pending_publish_bytes <= max || c->buffer_paused || c->state == CONN_CLOSED)
-        return;
     c->buffer_paused = true;
-    c->buffer_next = b->buffer_paused;
-    if (b->buffer_paused)
-        b->buffer_paused->buffer_prev = c;
-    b->buffer_paused = c;
+    c->buffer_prev = b->buffer_paused_tail;
+    if (b->buffer_paused_tail)
+        b->buffer_paused_tail->buffer_next = c;
+    else
+        b->buffer_paused = c;
+    b->buffer_paused_tail = c;
     b->buffer_pauses++;
     conn_pause_reads(c);
+}
+
+void broker_publish_bytes_add(conn_t *c, uint64_t bytes)
+{
+    c->broker->pending_publish_bytes += bytes;
+    buffer_grant_end(c);
+    c->last_publish_bytes = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+    if (buffer_over(c))
+        buffer_pause(c);
+}
+
+/* Resumes waiting connections, oldest first, while the bound has room for the
+ * next append of each (counted at the size of its last one). */
+static void buffer_resume(broker_t *b)
+{
+    uint64_t max = b->cfg.max_publish_buffer_bytes;
+    while (b->buffer_paused) {
+        conn_t *c = b->buffer_paused;
+        /* Its next append, guessed from its last (a full read buffer before any). */
+        uint32_t next = c->last_publish_bytes ? c->last_publish_bytes : CONN_RBUF_BUSY;
+        uint64_t used = b->pending_publish_bytes + b->buffer_granted_bytes;
+        if (max && used + next > max && used > 0)
+            break; /* no room for it yet */
+        buffer_unlink(c);
+        /* Paused for its own pending bytes or a topic's publish rate too: those
+         * resume it later (send_release, limits.c). */
+        if (c->pending_publish_bytes <= b->cfg.max_pending_publish_bytes &&
+            c->publish_throttles == 0) {
+            c->buffer_granted = next;
+            b->buffer_granted_bytes += next;
+            conn_resume_reads(c);
+        }
+    }
 }
 
 void broker_publish_bytes_release(broker_t *b, uint64_t bytes)
 {
     b->pending_publish_bytes -= bytes;
-    if (!b->buffer_paused || b->pending_publish_bytes > b->cfg.max_publish_buffer_bytes / 2)
-        return;
-    while (b->buffer_paused) {
-        conn_t *c = b->buffer_paused;
-        buffer_unlink(c);
-        /* Paused for its own pending bytes too: send_release resumes it later. */
-        if (c->pending_publish_bytes <= b->cfg.max_pending_publish_bytes)
-            conn_resume_reads(c);
-    }
+    buffer_resume(b);
 }
 
 /* ------------------------------------------------------------- handshake -- */
@@ -681,14 +738,14 @@ static void rbuf_shrink(conn_t *c)
     c->rcap = CONN_RBUF_BUSY;
 }
 
-/* A frame larger than CONN_RBUF_BUSY (a producer's batch): once its head is
+/* A frame larger than CONN_BIG_FRAME (a producer's batch): once its head is
  * in, its payload part goes to a buffer of its own, exactly its size, that the
  * producer then stores without a copy (frame_t.payload_buf); rbuf keeps only
  * the head. Returns false when the frame is not one (the caller grows rbuf). */
 static bool big_start(conn_t *c, size_t total)
 {
     size_t have = c->rlen - c->rpos, head = 0;
-    if (total <= CONN_RBUF_BUSY || total <= have ||
+    if (total <= CONN_BIG_FRAME || total <= have ||
         frame_head_size(c->rbuf + c->rpos, have, max_frame_bytes(c), &head) != 0 || have < head ||
         head == total)
         return false;
@@ -752,6 +809,14 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
     (void)loop;
     (void)revents;
     conn_t *c = w->data;
+    /* Over the publish buffer bound, a producer's connection is not read at
+     * all: waiting for its next append to pause it would let every producer
+     * connection in with one more batch. One that a release resumed has room
+     * counted for it until its next append, and reads. */
+    if (!c->buffer_granted && buffer_over(c) && qmap64_size(c->producers) > 0) {
+        buffer_pause(c);
+        return;
+    }
     conn_ref(c);
     for (int rounds = 0; rounds < 16 && c->state != CONN_CLOSED && !c->reads_paused; rounds++) {
         if (c->big) {
@@ -776,8 +841,15 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
             }
             if (big_start(c, total))
                 continue;
-            if (total - have > want)
-                want = total - have;
+            /* A large SEND needs only its head here (big_start then). */
+            size_t head = 0, need = total - have;
+            if (total > CONN_BIG_FRAME &&
+                frame_head_size(c->rbuf + c->rpos, have, max_frame_bytes(c), &head) != 0)
+                need = 0; /* the head's size is not in yet */
+            else if (total > CONN_BIG_FRAME && have < head && head < total)
+                need = head - have;
+            if (need > want)
+                want = need;
         }
         size_t room_max = max_frame_bytes(c) + 64 - have;
         if (want > room_max)
@@ -801,13 +873,20 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         }
         c->rlen += (size_t)n;
         conn_process(c);
-        if ((size_t)n == room && c->rcap < CONN_RBUF_BUSY && c->state != CONN_CLOSED)
-            (void)rbuf_reserve(c, CONN_RBUF_BUSY - c->rlen); /* busy: fewer, larger reads */
+        /* Busy with small frames: fewer, larger reads. (A large frame that is
+         * left goes to a buffer of its own instead.) */
+        if ((size_t)n == room && c->rcap < CONN_RBUF_BUSY && c->state != CONN_CLOSED &&
+            !(c->rlen - c->rpos >= 4 && frame_total(c->rbuf + c->rpos) > CONN_BIG_FRAME))
+            (void)rbuf_reserve(c, CONN_RBUF_BUSY - c->rlen);
         if ((size_t)n < c->rcap - (c->rlen - (size_t)n) && c->rlen == 0)
             break;
     }
     if (c->state != CONN_CLOSED)
         rbuf_shrink(c);
+    /* Resumed with room but sent no append (nor is one arriving): the room
+     * goes to the next waiting connection. */
+    if (c->buffer_granted && !c->big && c->rpos == c->rlen)
+        buffer_grant_end(c);
     /* TLS: decrypted bytes may wait in OpenSSL with nothing left on the socket. */
     if (c->state != CONN_CLOSED && !c->reads_paused && conn_io_pending(&c->io))
         ev_feed_event(c->broker->loop, &c->read_watcher, EV_READ);

@@ -58,6 +58,16 @@ static void flag_cb(void *arg)
 
 tbroker_t *tbroker_start(void)
 {
+    return tbroker_start_with(NULL, 0);
+}
+
+broker_t *tbroker_broker(tbroker_t *tb)
+{
+    return tb->broker;
+}
+
+tbroker_t *tbroker_start_with(const char *const (*settings)[2], size_t n)
+{
     log_set_level(LOG_WARN);
     tbroker_t *tb = calloc(1, sizeof *tb);
     tb->loop = ev_loop_new(0);
@@ -81,6 +91,8 @@ tbroker_t *tbroker_start(void)
         return NULL;
     qconfig_t *q = qconfig_new();
     qconfig_set(q, "brokerServicePort", "0");
+    for (size_t i = 0; i < n; i++)
+        qconfig_set(q, settings[i][0], settings[i][1]);
     broker_config_t cfg;
     char err[256];
     int rc = broker_config_load(q, &cfg, err, sizeof err);

@@ -25,6 +25,9 @@ typedef struct tframe {
 } tframe_t;
 
 tbroker_t *tbroker_start(void);
+/* The same with broker settings (key, value) applied over the defaults. */
+tbroker_t *tbroker_start_with(const char *const (*settings)[2], size_t n);
+broker_t *tbroker_broker(tbroker_t *tb);
 void tbroker_stop(tbroker_t *tb);
 struct ev_loop *tbroker_loop(tbroker_t *tb);
 

@@ -3,12 +3,14 @@
  * subscription type, permits, acknowledgement bookkeeping and redelivery —
  * through the wire protocol, against an in-process broker on real storage.
  */
+#include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/errors.h"
 #include "common/hashmap.h"
+#include "server/broker_admin.h"
 #include "server/broker_int.h"
 #include "common/murmur3.h"
 #include "tests/unit/server/server_test.h"
@@ -356,6 +358,77 @@ static uintptr_t key_count(const subscription_t *s, uint32_t hash)
 /* The replay set keeps each position's key hash, so the per-key counts that
  * hold newer Key_Shared entries back go down with every way out of the set
  * and a position added twice is counted once (they used to drift upwards). */
+/* maxMessagePublishBufferSizeInMB over four producer connections sending
+ * 60 KB messages without waiting: the bytes in flight never pass the bound by
+ * more than one message (connections over it are not read; waiting ones resume
+ * oldest first as room opens), and every message is acknowledged. */
+typedef struct pbuf_watch {
+    broker_t *b;
+    uint64_t max_seen;
+} pbuf_watch_t;
+
+static void pbuf_check(struct ev_loop *loop, ev_check *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    pbuf_watch_t *pw = w->data;
+    broker_admin_counts_t n;
+    broker_admin_counts(pw->b, &n);
+    if (n.pending_publish_bytes > pw->max_seen)
+        pw->max_seen = n.pending_publish_bytes;
+}
+
+static void test_publish_buffer_bound(void)
+{
+    const char *const settings[][2] = {{"maxMessagePublishBufferSizeInMB", "1"}};
+    tbroker_t *tb = tbroker_start_with(settings, 1);
+    TEST_REQUIRE(tb != NULL);
+    pbuf_watch_t pw = {.b = tbroker_broker(tb)};
+    ev_check chk;
+    ev_check_init(&chk, pbuf_check);
+    chk.data = &pw;
+    ev_check_start(tbroker_loop(tb), &chk);
+    enum { CLIENTS = 4, MSGS = 40, SIZE = 60000 };
+    char *payload = malloc(SIZE + 1);
+    TEST_REQUIRE(payload != NULL);
+    memset(payload, 'p', SIZE);
+    payload[SIZE] = '\0';
+    tclient_t *c[CLIENTS];
+    for (int k = 0; k < CLIENTS; k++) {
+        c[k] = tclient_connect(tb, "test");
+        TEST_REQUIRE(c[k] != NULL);
+        char topic[96];
+        snprintf(topic, sizeof topic, "persistent://public/default/pbuf-%d", k);
+        TEST_REQUIRE(tclient_create_producer(c[k], topic, 1) == 0);
+    }
+    for (int i = 0; i < MSGS; i++)
+        for (int k = 0; k < CLIENTS; k++)
+            CU_ASSERT_EQUAL(tclient_send_message(c[k], 1, (uint64_t)i, "k", payload, 1), 0);
+    int receipts = 0;
+    for (int k = 0; k < CLIENTS; k++)
+        for (int i = 0; i < MSGS; i++) {
+            tframe_t *f = tclient_wait(c[k], PULSAR__PROTO__BASE_COMMAND__TYPE__SEND_RECEIPT, 10.0);
+            if (!f)
+                break;
+            CU_ASSERT_EQUAL(f->cmd->send_receipt->sequence_id, (uint64_t)i);
+            receipts++;
+            tframe_free(f);
+        }
+    CU_ASSERT_EQUAL(receipts, CLIENTS * MSGS);
+    broker_admin_counts_t n;
+    broker_admin_counts(pw.b, &n);
+    CU_ASSERT_EQUAL(n.pending_publish_bytes, 0);
+    CU_ASSERT_EQUAL(n.buffer_paused, 0);
+    CU_ASSERT_TRUE(n.buffer_pauses > 0);
+    CU_ASSERT_TRUE(pw.max_seen > (1u << 20) / 2); /* the bound was in play */
+    CU_ASSERT_TRUE(pw.max_seen <= (1u << 20) + 64 * 1024);
+    ev_check_stop(tbroker_loop(tb), &chk);
+    for (int k = 0; k < CLIENTS; k++)
+        tclient_close(c[k]);
+    free(payload);
+    tbroker_stop(tb);
+}
+
 static void test_replay_key_counts(void)
 {
     subscription_t s = {0};
@@ -408,6 +481,7 @@ static void register_suites(void)
     CU_add_test(s, "unknown ids and oversized permits", test_unknown_ids_and_oversized_permits);
     CU_add_test(s, "configuration keys", test_config_keys);
     CU_add_test(s, "replay set key counts", test_replay_key_counts);
+    CU_add_test(s, "publish buffer bound held", test_publish_buffer_bound);
 }
 
 int main(int argc, char **argv)
