@@ -605,14 +605,14 @@ static void render_bookie(FILE *f, const admin_service_t *a)
             "# HELP bookkeeper_server_ADD_ENTRY Adds acknowledged by the bookie.\n"
             "# TYPE bookkeeper_server_ADD_ENTRY summary\n"
             "bookkeeper_server_ADD_ENTRY_count{success=\"true\"} %llu\n"
-            "# HELP bookkeeper_server_ADD_ENTRY_BYTES Bytes of the adds acknowledged.\n"
-            "# TYPE bookkeeper_server_ADD_ENTRY_BYTES counter\n"
+            "# HELP bookkeeper_server_ADD_ENTRY_BYTES_total Bytes of the adds acknowledged.\n"
+            "# TYPE bookkeeper_server_ADD_ENTRY_BYTES_total counter\n"
             "bookkeeper_server_ADD_ENTRY_BYTES_total %llu\n"
             "# HELP bookkeeper_server_READ_ENTRY Reads served by the bookie.\n"
             "# TYPE bookkeeper_server_READ_ENTRY summary\n"
             "bookkeeper_server_READ_ENTRY_count{success=\"true\"} %llu\n"
-            "# HELP bookie_read_cache_hits Reads served from the write or read cache.\n"
-            "# TYPE bookie_read_cache_hits counter\n"
+            "# HELP bookie_read_cache_hits_total Reads served from the write or read cache.\n"
+            "# TYPE bookie_read_cache_hits_total counter\n"
             "bookie_read_cache_hits_total %llu\n"
             "# HELP bookie_ledgers_count Ledgers stored by the bookie.\n"
             "# TYPE bookie_ledgers_count gauge\n"
@@ -625,6 +625,14 @@ static void render_bookie(FILE *f, const admin_service_t *a)
             (unsigned long long)st.add_bytes, (unsigned long long)st.reads,
             (unsigned long long)st.read_cache_hits, (unsigned long long)st.ledgers,
             (unsigned long long)st.entry_log_bytes);
+    fprintf(f,
+            "# HELP bookkeeper_server_ADD_ENTRY_BLOCKED Adds waiting for write cache room now.\n"
+            "# TYPE bookkeeper_server_ADD_ENTRY_BLOCKED gauge\n"
+            "bookkeeper_server_ADD_ENTRY_BLOCKED %llu\n"
+            "# HELP quire_bookie_adds_waited_total Adds that waited for write cache room.\n"
+            "# TYPE quire_bookie_adds_waited_total counter\n"
+            "quire_bookie_adds_waited_total %llu\n",
+            (unsigned long long)st.adds_waiting, (unsigned long long)st.adds_waited);
 }
 
 char *admin_metrics_render(admin_metrics_t *m, size_t *len)

@@ -148,6 +148,8 @@ static int bookie_post_done(bookie_t *bk, int rc, bookie_done_cb cb, void *arg)
     return bookie_imm_post(bk, m);
 }
 
+static void bookie_adds_resume(bookie_t *bk);
+
 /* ----------------------------------------------------- flush scheduling -- */
 
 /* Freezes the active cache and hands it to the flush thread when it is full
@@ -190,6 +192,7 @@ void bookie_flush_done(bookie_t *bk, int rc)
         /* The frozen cache stays readable (its entries are in the journal). */
         if (!bk->read_only)
             bk->read_only = rc;
+        bookie_adds_resume(bk); /* the waiting adds fail */
         return;
     }
     write_cache_clear(bk->frozen);
@@ -197,6 +200,7 @@ void bookie_flush_done(bookie_t *bk, int rc)
     if (!bk->closing) {
         bookie_journal_checkpoint(bk, bk->cp_pos);
         bookie_maybe_flush(bk, false);
+        bookie_adds_resume(bk);
     }
 }
 
@@ -342,10 +346,12 @@ static void bookie_group_done(void *ctx, uint64_t begin, uint64_t end, int rc, j
     }
     journal_release(bk->journal, end);
     bookie_maybe_flush(bk, false);
+    bookie_adds_resume(bk);
 }
 
 /* ----------------------------------------------------------------- adds -- */
 
+/* Refusals of an add: 0 if it may go on (room or not). */
 static int bookie_check_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, qbuf_t *data,
                             bookie_add_cb cb)
 {
@@ -358,30 +364,39 @@ static int bookie_check_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, q
     if (bk->read_only)
         return bookie_refuse(bk, QE_READ_ONLY, "add (bookie read-only after an I/O error)",
                              ledger_id, entry_id);
-    uint64_t need = data->len + WRITE_CACHE_ITEM_OVERHEAD;
-    uint64_t held = bk->active->bytes + (bk->frozen ? bk->frozen->bytes : 0) + bk->pending_bytes;
-    if (bk->adds_pending >= bk->cfg.pending_adds_max || held + need > 2 * bk->cfg.write_cache_bytes)
-        return bookie_refuse(bk, QE_BUSY, "add (pending adds or write cache bound)", ledger_id,
-                             entry_id);
     return 0;
 }
 
-/* An add; recovery: accepted on a fenced ledger (BookKeeper's RECOVERY_ADD). */
-static int bookie_add_flags(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac,
-                            qbuf_t *data, bookie_add_cb cb, void *arg, bool recovery)
+/* The write caches (one filling, one flushing) and the journal have room for
+ * an add of len bytes. */
+static bool bookie_add_fits(const bookie_t *bk, uint32_t len)
 {
-    int rc = bookie_check_add(bk, ledger_id, entry_id, data, cb);
-    if (rc)
-        return rc;
+    uint64_t need = len + WRITE_CACHE_ITEM_OVERHEAD;
+    uint64_t held = bk->active->bytes + (bk->frozen ? bk->frozen->bytes : 0) + bk->pending_bytes;
+    return held + need <= 2 * bk->cfg.write_cache_bytes;
+}
+
+/* 0 if the ledger takes adds, else why not. */
+static int bookie_ledger_check(bookie_t *bk, int64_t ledger_id, bool recovery)
+{
     pthread_mutex_lock(&bk->lock);
     ledger_t *l = ledger_get_or_create(&bk->ledgers, ledger_id);
-    rc = !l ? -ENOMEM : l->deleted ? QE_NO_LEDGER : (l->fenced && !recovery) ? QE_FENCED : 0;
+    int rc = !l ? -ENOMEM : l->deleted ? QE_NO_LEDGER : (l->fenced && !recovery) ? QE_FENCED : 0;
     pthread_mutex_unlock(&bk->lock);
-    journal_req_t *r = rc ? NULL : journal_next_slot(bk->journal);
-    if (rc == 0 && !r)
-        rc = QE_BUSY;
+    return rc;
+}
+
+/* Hands a checked add to the journal: 0, 1 when the journal ring is full (the
+ * caller waits for a group to complete), or the ledger's refusal. */
+static int bookie_add_submit(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                             qbuf_t *data, bookie_add_cb cb, void *arg, bool recovery)
+{
+    int rc = bookie_ledger_check(bk, ledger_id, recovery);
     if (rc)
-        return bookie_refuse(bk, rc, recovery ? "recovery add" : "add", ledger_id, entry_id);
+        return rc;
+    journal_req_t *r = journal_next_slot(bk->journal);
+    if (!r)
+        return 1;
     r->type = JREC_ADD;
     r->ledger_id = ledger_id;
     r->entry_id = entry_id;
@@ -392,6 +407,112 @@ static int bookie_add_flags(bookie_t *bk, int64_t ledger_id, int64_t entry_id, i
     bk->adds_pending++;
     bk->pending_bytes += data->len + WRITE_CACHE_ITEM_OVERHEAD;
     journal_submit(bk->journal);
+    return 0;
+}
+
+/* ------------------------------------------------- adds waiting for room -- */
+
+/* An add that found the write caches full waits here instead of being refused
+ * (BookKeeper throttles such adds too): a refused add was sent again by its
+ * ledger client every 10 ms, thousands of times a second under a heavy load,
+ * and whichever retry came first after a flush won. Waiting adds go on oldest
+ * first as flushes and journal groups complete; while any waits, a new add
+ * waits behind it. Bounded with the others by pending_adds_max. */
+typedef struct add_wait {
+    struct add_wait *next;
+    int64_t ledger_id, entry_id, lac;
+    qbuf_t *data;
+    bookie_add_cb cb;
+    void *arg;
+    bool recovery;
+} add_wait_t;
+
+static int bookie_add_wait(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                           qbuf_t *data, bookie_add_cb cb, void *arg, bool recovery)
+{
+    add_wait_t *w = malloc(sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    *w = (add_wait_t){.ledger_id = ledger_id,
+                      .entry_id = entry_id,
+                      .lac = lac,
+                      .data = qbuf_ref(data),
+                      .cb = cb,
+                      .arg = arg,
+                      .recovery = recovery};
+    if (bk->wait_tail)
+        bk->wait_tail->next = w;
+    else
+        bk->wait_head = w;
+    bk->wait_tail = w;
+    bk->adds_waiting++;
+    bk->stats.adds_waited++;
+    return 0;
+}
+
+static add_wait_t *bookie_wait_pop(bookie_t *bk)
+{
+    add_wait_t *w = bk->wait_head;
+    bk->wait_head = w->next;
+    if (!bk->wait_head)
+        bk->wait_tail = NULL;
+    bk->adds_waiting--;
+    return w;
+}
+
+/* Submits waiting adds while there is room; a refused one (the ledger fenced
+ * or deleted meanwhile, the bookie read-only) gets its callback now. */
+static void bookie_adds_resume(bookie_t *bk)
+{
+    while (bk->wait_head && !bk->closing) {
+        add_wait_t *w = bk->wait_head;
+        int rc = bk->read_only ? QE_READ_ONLY : 0;
+        if (rc == 0 && !bookie_add_fits(bk, w->data->len))
+            return;
+        if (rc == 0)
+            rc = bookie_add_submit(bk, w->ledger_id, w->entry_id, w->lac, w->data, w->cb, w->arg,
+                                   w->recovery);
+        if (rc == 1)
+            return; /* journal ring full: the next group's completion resumes */
+        bookie_wait_pop(bk);
+        if (rc)
+            w->cb(rc, w->ledger_id, w->entry_id, w->arg);
+        qbuf_unref(w->data);
+        free(w);
+    }
+}
+
+/* Shutdown: every waiting add fails. */
+static void bookie_adds_fail_waiting(bookie_t *bk, int rc)
+{
+    while (bk->wait_head) {
+        add_wait_t *w = bookie_wait_pop(bk);
+        w->cb(rc, w->ledger_id, w->entry_id, w->arg);
+        qbuf_unref(w->data);
+        free(w);
+    }
+}
+
+/* An add; recovery: accepted on a fenced ledger (BookKeeper's RECOVERY_ADD). */
+static int bookie_add_flags(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac,
+                            qbuf_t *data, bookie_add_cb cb, void *arg, bool recovery)
+{
+    int rc = bookie_check_add(bk, ledger_id, entry_id, data, cb);
+    if (rc)
+        return rc;
+    if (bk->adds_pending + bk->adds_waiting >= bk->cfg.pending_adds_max)
+        return bookie_refuse(bk, QE_BUSY, "add (pending adds bound)", ledger_id, entry_id);
+    if (bk->wait_head || !bookie_add_fits(bk, data->len)) {
+        rc = bookie_ledger_check(bk, ledger_id, recovery); /* refused now if it would be later */
+        if (rc == 0)
+            rc = bookie_add_wait(bk, ledger_id, entry_id, lac, data, cb, arg, recovery);
+    } else {
+        rc = bookie_add_submit(bk, ledger_id, entry_id, lac, data, cb, arg, recovery);
+        if (rc == 1)
+            rc = QE_BUSY; /* the journal ring is full */
+    }
+    if (rc)
+        return bookie_refuse(bk, rc, recovery ? "recovery add" : "add", ledger_id, entry_id);
     return 0;
 }
 
@@ -443,8 +564,8 @@ static void bookie_read_done(void *p)
     /* Cache only if no newer version was added meanwhile (re-add before fence). */
     const idx_loc_t *loc = j->rc == 0 ? ledger_index_find(l, j->entry_id) : NULL;
     bool current = loc && loc->log_id == j->log_id && loc->offset == j->offset &&
-                   !write_cache_get(bk->active, j->ledger_id, j->entry_id) &&
-                   !write_cache_get(bk->frozen, j->ledger_id, j->entry_id);
+                   !write_cache_find(bk->active, j->ledger_id, j->entry_id) &&
+                   !write_cache_find(bk->frozen, j->ledger_id, j->entry_id);
     entry_log_unref(j->log); /* last: j->log may be freed */
     pthread_mutex_unlock(&bk->lock);
     if (current)
@@ -455,15 +576,34 @@ static void bookie_read_done(void *p)
     free(j);
 }
 
-/* Memory lookups; returns a new reference or NULL. */
-static qbuf_t *bookie_read_cached(bookie_t *bk, int64_t ledger_id, int64_t entry_id)
+/* Where entry_id of l is, newest first: its payload in memory (a new
+ * reference), else its location on disk in *loc (true in *on_disk): a direct
+ * entry of a write cache (in its direct log, not indexed yet) or the index. */
+static qbuf_t *bookie_read_lookup(bookie_t *bk, const ledger_t *l, int64_t entry_id, idx_loc_t *loc,
+                                  bool *on_disk)
 {
-    qbuf_t *b = write_cache_get(bk->active, ledger_id, entry_id);
-    if (!b)
-        b = write_cache_get(bk->frozen, ledger_id, entry_id);
-    if (!b)
-        b = read_cache_get(&bk->rcache, ledger_id, entry_id);
-    return b ? qbuf_ref(b) : NULL;
+    const write_cache_t *wcs[2] = {bk->active, bk->frozen};
+    *on_disk = false;
+    for (int i = 0; i < 2; i++) {
+        const wc_item_t *it = write_cache_find(wcs[i], l->id, entry_id);
+        if (!it)
+            continue;
+        if (it->data)
+            return qbuf_ref(it->data);
+        *loc = (idx_loc_t){
+            .entry_id = entry_id, .offset = it->log_off, .log_id = it->log_id, .length = it->len};
+        *on_disk = true;
+        return NULL;
+    }
+    qbuf_t *b = read_cache_get(&bk->rcache, l->id, entry_id);
+    if (b)
+        return qbuf_ref(b);
+    const idx_loc_t *x = ledger_index_find(l, entry_id);
+    if (x) {
+        *loc = *x;
+        *on_disk = true;
+    }
+    return NULL;
 }
 
 static int bookie_read_disk(bookie_t *bk, const idx_loc_t *loc, int64_t ledger_id,
@@ -512,14 +652,15 @@ int bookie_read(bookie_t *bk, int64_t ledger_id, int64_t entry_id, bookie_read_c
         m->rc = QE_NO_LEDGER;
     } else {
         m->lac = l->lac;
-        m->entry = bookie_read_cached(bk, ledger_id, entry_id);
-        const idx_loc_t *loc = m->entry ? NULL : ledger_index_find(l, entry_id);
+        idx_loc_t loc;
+        bool on_disk;
+        m->entry = bookie_read_lookup(bk, l, entry_id, &loc, &on_disk);
         if (m->entry) {
             bk->stats.read_cache_hits++;
-        } else if (!loc) {
+        } else if (!on_disk) {
             m->rc = QE_NO_ENTRY;
         } else {
-            int rc = bookie_read_disk(bk, loc, ledger_id, cb, arg);
+            int rc = bookie_read_disk(bk, &loc, ledger_id, cb, arg);
             pthread_mutex_unlock(&bk->lock);
             free(m);
             return rc ? bookie_refuse(bk, rc, "read", ledger_id, entry_id) : 0;
@@ -632,6 +773,7 @@ int bookie_delete_ledger(bookie_t *bk, int64_t ledger_id, bookie_done_cb cb, voi
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
 {
     *out = bk->stats;
+    out->adds_waiting = bk->adds_waiting;
     journal_get_stats(bk->journal, &out->journal_syncs, &out->journal_sync_us_total);
     journal_get_direct_stats(bk->journal, &out->direct_syncs, &out->direct_sync_us_total,
                              &out->direct_bytes);
@@ -932,6 +1074,7 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
 static void bookie_shutdown(bookie_t *bk)
 {
     bk->closing = true;
+    bookie_adds_fail_waiting(bk, QE_SHUTDOWN);
     bookie_stop_threads(bk);
     for (uint32_t i = 0; i < bk->n_gc_cur; i++)
         bk->gc_cur[i].cb(QE_SHUTDOWN, bk->gc_cur[i].arg);

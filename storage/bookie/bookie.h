@@ -118,6 +118,8 @@ typedef struct bookie_stats {
     uint64_t direct_syncs;         /* fdatasync calls on direct entry logs */
     uint64_t direct_sync_us_total; /* time in direct log writes + fdatasyncs */
     uint64_t direct_bytes;         /* bytes written to direct entry logs */
+    uint64_t adds_waited;          /* adds that waited for write cache room */
+    uint64_t adds_waiting;         /* adds waiting now */
 } bookie_stats_t;
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);
 

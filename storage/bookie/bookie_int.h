@@ -78,6 +78,9 @@ struct bookie {
     int read_only; /* 0, or the error that made the bookie refuse adds */
     uint32_t adds_pending;
     uint64_t pending_bytes;
+    /* adds waiting for write cache room, oldest first (bookie.c) */
+    struct add_wait *wait_head, *wait_tail;
+    uint32_t adds_waiting;
     uint32_t reads_pending;
     ev_timer flush_timer, gc_timer;
     bool gc_running;

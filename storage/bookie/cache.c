@@ -79,22 +79,32 @@ int write_cache_put(write_cache_t *wc, int64_t ledger_id, int64_t entry_id, qbuf
     return write_cache_put_at(wc, ledger_id, entry_id, data, 0, 0);
 }
 
+static uint64_t wc_item_cost(const wc_item_t *it)
+{
+    return (it->data ? it->len : 0) + WRITE_CACHE_ITEM_OVERHEAD;
+}
+
 int write_cache_put_at(write_cache_t *wc, int64_t ledger_id, int64_t entry_id, qbuf_t *data,
                        uint32_t log_id, uint64_t log_off)
 {
     assert(data != NULL);
+    wc_item_t nv = {.ledger_id = ledger_id,
+                    .entry_id = entry_id,
+                    .data = log_id ? NULL : data,
+                    .log_id = log_id,
+                    .log_off = log_off,
+                    .len = data->len};
     if (wc->nslots) {
         uint32_t *s = wc_find_slot(wc, ledger_id, entry_id);
         if (*s) {
             wc_item_t *it = &wc->items[*s - 1];
-            if (it->data) {
-                wc->bytes -= it->data->len + WRITE_CACHE_ITEM_OVERHEAD;
-                qbuf_unref(it->data);
-            }
-            it->data = data;
-            it->log_id = log_id;
-            it->log_off = log_off;
-            wc->bytes += data->len + WRITE_CACHE_ITEM_OVERHEAD;
+            if (!it->dropped)
+                wc->bytes -= wc_item_cost(it);
+            qbuf_unref(it->data);
+            *it = nv;
+            wc->bytes += wc_item_cost(it);
+            if (log_id)
+                qbuf_unref(data);
             return 0;
         }
     }
@@ -103,28 +113,38 @@ int write_cache_put_at(write_cache_t *wc, int64_t ledger_id, int64_t entry_id, q
         return rc;
     uint32_t *s = wc_find_slot(wc, ledger_id, entry_id);
     assert(*s == 0);
-    wc->items[wc->count] = (wc_item_t){ledger_id, entry_id, data, log_id, log_off};
+    wc->items[wc->count] = nv;
     *s = ++wc->count;
-    wc->bytes += data->len + WRITE_CACHE_ITEM_OVERHEAD;
+    wc->bytes += wc_item_cost(&nv);
+    if (log_id)
+        qbuf_unref(data); /* durable in its direct log: reads go there */
     return 0;
 }
 
 qbuf_t *write_cache_get(const write_cache_t *wc, int64_t ledger_id, int64_t entry_id)
 {
+    const wc_item_t *it = write_cache_find(wc, ledger_id, entry_id);
+    return it ? it->data : NULL;
+}
+
+const wc_item_t *write_cache_find(const write_cache_t *wc, int64_t ledger_id, int64_t entry_id)
+{
     if (!wc || wc->count == 0)
         return NULL;
     uint32_t *s = wc_find_slot(wc, ledger_id, entry_id);
-    return *s ? wc->items[*s - 1].data : NULL;
+    const wc_item_t *it = *s ? &wc->items[*s - 1] : NULL;
+    return it && !it->dropped ? it : NULL;
 }
 
 void write_cache_drop_ledger(write_cache_t *wc, int64_t ledger_id)
 {
     for (uint32_t i = 0; i < wc->count; i++) {
         wc_item_t *it = &wc->items[i];
-        if (it->ledger_id == ledger_id && it->data) {
-            wc->bytes -= it->data->len + WRITE_CACHE_ITEM_OVERHEAD;
+        if (it->ledger_id == ledger_id && !it->dropped) {
+            wc->bytes -= wc_item_cost(it);
             qbuf_unref(it->data);
             it->data = NULL;
+            it->dropped = true;
         }
     }
 }

@@ -9,7 +9,10 @@
  * Items live in an array (insertion order) plus an open-addressing table of
  * item indices keyed by (ledger, entry). A replaced entry reuses its item.
  * bytes counts payload + WRITE_CACHE_ITEM_OVERHEAD per item, so even empty
- * entries count against the bound (the caller enforces the bound).
+ * entries count against the bound (the caller enforces the bound). An entry
+ * already durable in a direct entry log keeps no payload here (only its
+ * location): reads of it go to that log, and its memory is freed as soon as
+ * the broker and its readers are done with it, not at the next flush.
  *
  * read_cache_t: an LRU of entries read from disk, bounded by max_bytes
  * (payload + READ_CACHE_NODE_OVERHEAD each); loop thread only.
@@ -32,9 +35,11 @@
 typedef struct wc_item {
     int64_t ledger_id;
     int64_t entry_id;
-    qbuf_t *data;     /* one reference owned by the cache; NULL once dropped */
-    uint32_t log_id;  /* != 0: already durable in this (direct) entry log... */
-    uint64_t log_off; /* ... at this offset: the flush indexes it, never copies it */
+    qbuf_t *data;    /* one reference owned by the cache; NULL for a direct entry or once dropped */
+    uint32_t log_id; /* != 0: already durable in this (direct) entry log... */
+    uint64_t log_off; /* ... at this offset: the flush indexes it, rarely copies it */
+    uint32_t len;     /* payload bytes */
+    bool dropped;     /* its ledger was deleted */
 } wc_item_t;
 
 typedef struct write_cache {
@@ -51,11 +56,14 @@ void write_cache_clear(write_cache_t *wc);
 /* Inserts or replaces (ledger, entry); takes over the caller's reference on data.
  * 0, or -ENOMEM (then the reference stays with the caller). */
 int write_cache_put(write_cache_t *wc, int64_t ledger_id, int64_t entry_id, qbuf_t *data);
-/* The same for an entry already written to entry log log_id (!= 0) at log_off. */
+/* The same for an entry already written to entry log log_id (!= 0) at log_off:
+ * only its location and length are kept (the reference on data is dropped). */
 int write_cache_put_at(write_cache_t *wc, int64_t ledger_id, int64_t entry_id, qbuf_t *data,
                        uint32_t log_id, uint64_t log_off);
-/* Borrowed, or NULL. */
+/* The payload, borrowed, or NULL (absent, or a direct entry: write_cache_find). */
 qbuf_t *write_cache_get(const write_cache_t *wc, int64_t ledger_id, int64_t entry_id);
+/* The item of (ledger, entry), borrowed, or NULL (absent or dropped). */
+const wc_item_t *write_cache_find(const write_cache_t *wc, int64_t ledger_id, int64_t entry_id);
 /* Drops every entry of the ledger (deleted ledger). */
 void write_cache_drop_ledger(write_cache_t *wc, int64_t ledger_id);
 

@@ -255,7 +255,7 @@ static uint32_t flush_order(bookie_t *bk, const write_cache_t *wc, flush_loc_t *
         pthread_mutex_lock(&bk->lock); /* in batches: the loop takes this lock per add */
         for (uint32_t k = 0; k < FLUSH_APPLY_BATCH && i < wc->count; k++, i++) {
             const wc_item_t *it = &wc->items[i];
-            const ledger_t *l = it->data ? ledger_find(&bk->ledgers, it->ledger_id) : NULL;
+            const ledger_t *l = !it->dropped ? ledger_find(&bk->ledgers, it->ledger_id) : NULL;
             if (!l || l->deleted)
                 continue;
             const idx_loc_t *prev = ledger_index_find(l, it->entry_id);
@@ -267,6 +267,24 @@ static uint32_t flush_order(bookie_t *bk, const write_cache_t *wc, flush_loc_t *
     }
     qsort_r(locs, n, sizeof *locs, flush_loc_cmp, (void *)wc);
     return n;
+}
+
+/* The payload of a direct entry of the write cache, read from its log (which
+ * the write cache's unflushed references keep on disk). */
+static int flush_read_direct(bookie_t *bk, const wc_item_t *it, qbuf_t **out)
+{
+    pthread_mutex_lock(&bk->lock);
+    entry_log_t *log = log_table_find(&bk->logs, it->log_id);
+    if (log)
+        log->refs++;
+    pthread_mutex_unlock(&bk->lock);
+    if (!log)
+        return QE_CORRUPT;
+    int rc = entry_log_read(log, it->log_off, it->len, it->ledger_id, it->entry_id, out);
+    pthread_mutex_lock(&bk->lock);
+    entry_log_unref(log);
+    pthread_mutex_unlock(&bk->lock);
+    return rc;
 }
 
 /* Where one item goes (see "Location order" above); copies are appended. */
@@ -287,9 +305,13 @@ static int flush_place(bookie_t *bk, const wc_item_t *it, flush_loc_t *loc)
     }
     loc->how = FLUSH_COPY;
     int rc = loc->prev_log ? elog_ensure_after(&bk->writer, loc->prev_log) : 0;
+    qbuf_t *b = it->data ? qbuf_ref(it->data) : NULL;
+    if (rc == 0 && !b) /* a direct entry re-added behind its indexed copy: read it back */
+        rc = flush_read_direct(bk, it, &b);
     if (rc == 0)
-        rc = elog_append(&bk->writer, it->ledger_id, it->entry_id, it->data->data, it->data->len,
-                         &loc->log_id, &loc->offset);
+        rc = elog_append(&bk->writer, it->ledger_id, it->entry_id, b->data, b->len, &loc->log_id,
+                         &loc->offset);
+    qbuf_unref(b);
     return rc;
 }
 
@@ -324,7 +346,7 @@ static int flush_direct_index(bookie_t *bk, const write_cache_t *wc, flush_loc_t
         for (; k < nd && d[k]->log_id == d[i]->log_id; k++) {
             const wc_item_t *it = &wc->items[d[k]->item];
             elog_idx_encode(recs + (size_t)(k - i) * ELOG_IDX_RECORD_BYTES, it->ledger_id,
-                            it->entry_id, d[k]->offset, it->data->len);
+                            it->entry_id, d[k]->offset, it->len);
         }
         pthread_mutex_lock(&bk->lock);
         entry_log_t *log = log_table_find(&bk->logs, d[i]->log_id);
@@ -333,7 +355,7 @@ static int flush_direct_index(bookie_t *bk, const write_cache_t *wc, flush_loc_t
         rc = elog_idx_append(bk->ldir, log, recs, (size_t)(k - i) * ELOG_IDX_RECORD_BYTES);
         for (uint32_t m = i; m < k && rc == 0; m++) {
             const wc_item_t *it = &wc->items[d[m]->item];
-            rc = lb_map_add(&log->ledgers, it->ledger_id, ELOG_HEADER_BYTES + it->data->len);
+            rc = lb_map_add(&log->ledgers, it->ledger_id, ELOG_HEADER_BYTES + it->len);
         }
         i = k;
     }
@@ -352,7 +374,7 @@ static int flush_apply(bookie_t *bk, const write_cache_t *wc, const flush_loc_t 
             ledger_t *l = ledger_find(&bk->ledgers, it->ledger_id);
             if (!l || l->deleted || locs[i].how == FLUSH_SAME)
                 continue;
-            rc = ledger_index_put(l, it->entry_id, locs[i].log_id, locs[i].offset, it->data->len);
+            rc = ledger_index_put(l, it->entry_id, locs[i].log_id, locs[i].offset, it->len);
         }
         pthread_mutex_unlock(&bk->lock);
     }

@@ -77,6 +77,9 @@ def test_metrics_parse_and_count_real_traffic(quire):
     assert _sample(fams, "bookie_journal_JOURNAL_SYNC", "bookie_journal_JOURNAL_SYNC_count") >= 1
     assert _sample(fams, "bookie_journal_JOURNAL_SYNC", "bookie_journal_JOURNAL_SYNC_sum") > 0
     assert _value(fams, "bookie_ledgers_count") >= 1
+    # Adds waiting for write cache room (none at this load) and ever waited.
+    assert _value(fams, "bookkeeper_server_ADD_ENTRY_BLOCKED") == 0
+    assert _value(fams, "quire_bookie_adds_waited") >= 0
     producer.close()
     consumer.close()
     client.close()

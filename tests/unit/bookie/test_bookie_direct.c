@@ -239,6 +239,36 @@ static void test_direct_corrupt_payload(void)
     free(dir);
 }
 
+/* A large entry, durable in its direct log when acknowledged, keeps no payload
+ * in the write cache: 2.4 MB of them fit a 256 KiB cache with no flush and no
+ * add waiting, and reads of them (not indexed yet) come from the direct log. */
+static void test_direct_no_payload_in_write_cache(void)
+{
+    char *dir = bt_dir("bk-dmem");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    cfg.write_cache_bytes = 256u << 10; /* flush interval: an hour (bt_config) */
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 40; e++) /* one at a time: only the write cache could fill */
+        CU_ASSERT_EQUAL(bt_add(bk, 7, e, e - 1, 60000), 0);
+    CU_ASSERT_TRUE(bk->active->bytes <= 40u * WRITE_CACHE_ITEM_OVERHEAD);
+    bookie_stats_t st0, st1;
+    bookie_get_stats(bk, &st0);
+    CU_ASSERT_EQUAL(st0.adds_waited, 0);
+    idx_loc_t loc;
+    CU_ASSERT_FALSE(dt_loc(bk, 7, 39, &loc)); /* not flushed, not indexed */
+    for (int e = 0; e < 40; e += 13)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, 60000), 0);
+    bookie_get_stats(bk, &st1);
+    CU_ASSERT_EQUAL(st1.read_cache_hits, st0.read_cache_hits); /* none from memory */
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_verify(bk, 7, 39, 60000), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* Re-adds (before fencing, or recovery adds) move an entry between a direct
  * log and the flush's log, both ways, whichever has the higher id: after a
  * crash and after a clean reopen, the newest version is the one read. */
@@ -392,6 +422,8 @@ void bookie_direct_register(void)
     CU_add_test(s, "missing direct record at the tail: truncated", test_direct_torn_missing_record);
     CU_add_test(s, "zeroed direct record at the tail: truncated", test_direct_torn_zeros);
     CU_add_test(s, "corrupt direct record: never served", test_direct_corrupt_payload);
+    CU_add_test(s, "large entries keep no payload in the write cache",
+                test_direct_no_payload_in_write_cache);
     CU_add_test(s, "re-adds across direct and flushed logs: newest wins",
                 test_direct_readd_newest_wins);
     CU_add_test(s, "GC and compaction of direct logs, pinning", test_direct_gc_and_compaction);
