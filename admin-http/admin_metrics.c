@@ -692,10 +692,15 @@ char *admin_metrics_render(admin_metrics_t *m, size_t *len)
             "# HELP quire_broker_publish_buffer_bytes Bytes of appends in flight, all "
             "connections\n"
             "# TYPE quire_broker_publish_buffer_bytes gauge\n"
-            "quire_broker_publish_buffer_bytes{cluster=\"%s\"} %llu\n",
+            "quire_broker_publish_buffer_bytes{cluster=\"%s\"} %llu\n"
+            "# HELP quire_broker_write_queue_bytes Bytes queued for clients (messages "
+            "dispatched, answers) and not yet taken by their sockets, all connections\n"
+            "# TYPE quire_broker_write_queue_bytes gauge\n"
+            "quire_broker_write_queue_bytes{cluster=\"%s\"} %llu\n",
             cl, counts.topics, cl, counts.connections, cl, counts.buffer_paused, cl,
             (unsigned long long)counts.buffer_pauses, cl,
-            (unsigned long long)counts.pending_publish_bytes);
+            (unsigned long long)counts.pending_publish_bytes, cl,
+            (unsigned long long)counts.write_queue_bytes);
     render_cache(f, cl, &counts.cache);
 
     render_topic_family(f, &sn, cl, "pulsar_subscriptions_count", "gauge",

@@ -101,6 +101,7 @@ typedef struct broker_admin_counts {
     size_t buffer_paused;           /* connections paused by maxMessagePublishBufferSizeInMB */
     uint64_t buffer_pauses;         /* such pauses since start */
     uint64_t pending_publish_bytes; /* appends in flight, all connections */
+    uint64_t write_queue_bytes;     /* queued for clients and not yet written, all connections */
     ml_cache_info_t cache;          /* the managed ledgers' entry cache */
 } broker_admin_counts_t;
 

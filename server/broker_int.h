@@ -64,6 +64,7 @@ struct broker {
     uint64_t pending_publish_bytes;
     conn_t *buffer_paused, *buffer_paused_tail;
     uint64_t buffer_granted_bytes; /* room promised to resumed connections not yet read */
+    uint64_t wq_bytes_total;       /* bytes queued for clients, all connections */
     uint64_t buffer_pauses;        /* connections paused by it, ever */
     char **shutdown_names;         /* topics still to close, in waves (broker.c) */
     size_t shutdown_n, shutdown_next;

@@ -100,6 +100,7 @@ void conn_unref(conn_t *c)
     assert(c->state == CONN_CLOSED);
     for (size_t i = 0; i < c->wq_count; i++)
         qbuf_unref(c->wq[(c->wq_head + i) % c->wq_cap].buf);
+    c->broker->wq_bytes_total -= c->wq_bytes;
     free(c->wq);
     free(c->rbuf);
     qbuf_unref(c->big);
@@ -221,6 +222,7 @@ static int wq_push(conn_t *c, qbuf_t *buf, size_t off, size_t len)
     c->wq[(c->wq_head + c->wq_count) % c->wq_cap] = (wq_item_t){buf, (uint32_t)off, (uint32_t)len};
     c->wq_count++;
     c->wq_bytes += len;
+    c->broker->wq_bytes_total += len;
     return 0;
 }
 
@@ -243,6 +245,7 @@ static int conn_flush(conn_t *c)
             return -errno;
         }
         c->wq_bytes -= (uint64_t)w;
+        c->broker->wq_bytes_total -= (uint64_t)w;
         while (w > 0) {
             wq_item_t *it = &c->wq[c->wq_head];
             if ((size_t)w >= it->len) {
