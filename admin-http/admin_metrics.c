@@ -696,11 +696,16 @@ char *admin_metrics_render(admin_metrics_t *m, size_t *len)
             "# HELP quire_broker_write_queue_bytes Bytes queued for clients (messages "
             "dispatched, answers) and not yet taken by their sockets, all connections\n"
             "# TYPE quire_broker_write_queue_bytes gauge\n"
-            "quire_broker_write_queue_bytes{cluster=\"%s\"} %llu\n",
+            "quire_broker_write_queue_bytes{cluster=\"%s\"} %llu\n"
+            "# HELP quire_broker_socket_writes_total Writes to client sockets; the frames "
+            "queued in one loop iteration leave in one\n"
+            "# TYPE quire_broker_socket_writes_total counter\n"
+            "quire_broker_socket_writes_total{cluster=\"%s\"} %llu\n",
             cl, counts.topics, cl, counts.connections, cl, counts.buffer_paused, cl,
             (unsigned long long)counts.buffer_pauses, cl,
             (unsigned long long)counts.pending_publish_bytes, cl,
-            (unsigned long long)counts.write_queue_bytes);
+            (unsigned long long)counts.write_queue_bytes, cl,
+            (unsigned long long)counts.socket_writes);
     render_cache(f, cl, &counts.cache);
 
     render_topic_family(f, &sn, cl, "pulsar_subscriptions_count", "gauge",

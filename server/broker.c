@@ -216,6 +216,10 @@ int broker_new(struct ev_loop *loop, const broker_config_t *cfg, md_store_t *md,
         free(b);
         return -ENOMEM;
     }
+    ev_prepare_init(&b->flush_prepare, broker_flush_cb);
+    b->flush_prepare.data = b;
+    ev_prepare_start(loop, &b->flush_prepare);
+    ev_unref(loop);              /* it alone does not keep ev_run() going */
     broker_maintenance_start(b); /* TTL, subscription expiry, backlog quotas */
     *out = b;
     return 0;
@@ -394,6 +398,9 @@ void broker_free(broker_t *b)
     if (!b)
         return;
     broker_maintenance_stop(b);
+    ev_ref(b->loop);
+    ev_prepare_stop(b->loop, &b->flush_prepare);
+    broker_flush_drop(b);
     qmap_iter_t it = {0};
     void *v;
     while (qmap_next(b->topics, &it, NULL, &v)) {

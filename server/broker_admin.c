@@ -162,6 +162,7 @@ void broker_admin_counts(broker_t *b, broker_admin_counts_t *out)
     out->buffer_pauses = b->buffer_pauses;
     out->pending_publish_bytes = b->pending_publish_bytes;
     out->write_queue_bytes = b->wq_bytes_total;
+    out->socket_writes = b->socket_writes;
     if (b->mlf)
         ml_factory_cache_info(b->mlf, &out->cache);
     qmap_iter_t it = {0};

@@ -102,7 +102,8 @@ typedef struct broker_admin_counts {
     uint64_t buffer_pauses;         /* such pauses since start */
     uint64_t pending_publish_bytes; /* appends in flight, all connections */
     uint64_t write_queue_bytes;     /* queued for clients and not yet written, all connections */
-    ml_cache_info_t cache;          /* the managed ledgers' entry cache */
+    uint64_t socket_writes; /* writes to client sockets since start (frames leave in them) */
+    ml_cache_info_t cache;  /* the managed ledgers' entry cache */
 } broker_admin_counts_t;
 
 typedef void (*broker_admin_topic_fn)(const broker_admin_topic_view_t *v, void *arg);

@@ -65,8 +65,13 @@ struct broker {
     conn_t *buffer_paused, *buffer_paused_tail;
     uint64_t buffer_granted_bytes; /* room promised to resumed connections not yet read */
     uint64_t wq_bytes_total;       /* bytes queued for clients, all connections */
-    uint64_t buffer_pauses;        /* connections paused by it, ever */
-    char **shutdown_names;         /* topics still to close, in waves (broker.c) */
+    /* connections with frames queued in this loop iteration, written together
+     * before the loop next waits (flush_prepare; list through flush_next) */
+    ev_prepare flush_prepare;
+    conn_t *flush_list;
+    uint64_t socket_writes; /* writev calls to client sockets that wrote bytes */
+    uint64_t buffer_pauses; /* connections paused by it, ever */
+    char **shutdown_names;  /* topics still to close, in waves (broker.c) */
     size_t shutdown_n, shutdown_next;
     bool shutdown_starting; /* in shutdown_next_topics */
     char service_url[256];
@@ -114,6 +119,8 @@ struct conn {
     wq_item_t *wq;
     size_t wq_head, wq_count, wq_cap;
     uint64_t wq_bytes;
+    bool flush_queued; /* on broker->flush_list, holding a reference */
+    conn_t *flush_next;
     uint64_t pending_publish_bytes;
     int publish_throttles; /* topics whose publish rate paused reads here (limits.c) */
     bool buffer_paused;    /* paused by the broker-wide publish buffer bound */
@@ -157,6 +164,10 @@ void conn_resume_reads(conn_t *c);
 void broker_publish_bytes_add(conn_t *c, uint64_t bytes);
 void broker_publish_bytes_release(broker_t *b, uint64_t bytes);
 void broker_accept_cb(struct ev_loop *loop, ev_io *w, int revents);
+/* Writes the frames queued in this loop iteration (connection.c). */
+void broker_flush_cb(struct ev_loop *loop, ev_prepare *w, int revents);
+/* Releases the connections still waiting for broker_flush_cb (broker_free). */
+void broker_flush_drop(broker_t *b);
 
 /* ----------------------------------------------------------------- topics -- */
 

@@ -12,10 +12,14 @@
  * entry buffer); a frame larger than maxMessageSize + 10 KiB, or malformed,
  * closes the connection without allocating for it.
  *
- * Writing: frames are queued as qbuf slices and written with writev; the
- * queue's bytes are bounded for dispatch (conn_writable) — a consumer whose
- * client does not read stops receiving — and hard-bounded overall: a client
- * that lets CONN_WQ_MAX_BYTES pile up is disconnected.
+ * Writing: frames are queued as qbuf slices and written with writev. The
+ * frames a loop iteration queues for one connection leave together, in one
+ * writev, just before the loop next waits (broker_flush_cb), or at once when
+ * CONN_FLUSH_BYTES are queued: a client that sends a thousand commands in one
+ * read gets its replies in a few writes, not a thousand. The queue's bytes are
+ * bounded for dispatch (conn_writable) — a consumer whose client does not read
+ * stops receiving — and hard-bounded overall: a client that lets
+ * CONN_WQ_MAX_BYTES pile up is disconnected.
  *
  * Keepalive: every keepAliveIntervalSeconds the broker sends PING if nothing
  * arrived since the last tick; a connection silent for two ticks, or that has
@@ -42,6 +46,8 @@
 #include "server/conn_security.h"
 
 #define CONN_WQ_MAX_BYTES (256u << 20)
+#define CONN_FLUSH_BYTES (64u << 10)  /* queued this much: written without waiting */
+#define CONN_WRITE_IOV 256            /* frame pieces per writev (IOV_MAX is 1024) */
 #define CONN_RBUF_INITIAL (16u << 10) /* one read; most connections never need more */
 #define CONN_RBUF_BUSY (64u << 10)    /* grown to when a read fills the buffer */
 /* A SEND larger than this is received into a buffer of its own (big_start). */
@@ -109,6 +115,7 @@ void conn_unref(conn_t *c)
     free(c);
 }
 
+static int conn_flush(conn_t *c);
 static void buffer_unlink(conn_t *c);
 static bool buffer_over(const conn_t *c);
 static void buffer_pause(conn_t *c);
@@ -120,6 +127,8 @@ void conn_close(conn_t *c, const char *why)
         return;
     broker_t *b = c->broker;
     log_info("conn", "%s: closing: %s", c->peer, why);
+    if (c->wq_count > 0 && !ev_is_active(&c->write_watcher))
+        conn_flush(c); /* what it was last sent (an error, say), if the socket takes it */
     c->state = CONN_CLOSED;
     ev_io_stop(b->loop, &c->read_watcher);
     ev_io_stop(b->loop, &c->write_watcher);
@@ -231,9 +240,9 @@ static int wq_push(conn_t *c, qbuf_t *buf, size_t off, size_t len)
 static int conn_flush(conn_t *c)
 {
     while (c->wq_count > 0) {
-        struct iovec iov[64];
+        struct iovec iov[CONN_WRITE_IOV];
         int n = 0;
-        for (size_t i = 0; i < c->wq_count && n < 64; i++, n++) {
+        for (size_t i = 0; i < c->wq_count && n < CONN_WRITE_IOV; i++, n++) {
             wq_item_t *it = &c->wq[(c->wq_head + i) % c->wq_cap];
             iov[n].iov_base = it->buf->data + it->off;
             iov[n].iov_len = it->len;
@@ -246,6 +255,7 @@ static int conn_flush(conn_t *c)
         }
         c->wq_bytes -= (uint64_t)w;
         c->broker->wq_bytes_total -= (uint64_t)w;
+        c->broker->socket_writes++;
         while (w > 0) {
             wq_item_t *it = &c->wq[c->wq_head];
             if ((size_t)w >= it->len) {
@@ -267,11 +277,10 @@ static int conn_flush(conn_t *c)
     return 0;
 }
 
-static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+/* Writes what the socket takes; consumers held back by a full queue send again
+ * once it drains below CONN_WQ_HIGH_BYTES. */
+static void conn_write_out(conn_t *c)
 {
-    (void)loop;
-    (void)revents;
-    conn_t *c = w->data;
     bool was_full = !conn_writable(c);
     int rc = conn_flush(c);
     if (rc < 0) {
@@ -279,7 +288,6 @@ static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
         return;
     }
     if (was_full && conn_writable(c)) {
-        /* Consumers of this connection may send again. */
         qmap_iter_t it = {0};
         void *v;
         conn_ref(c);
@@ -287,6 +295,47 @@ static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
             subscription_dispatch(((consumer_t *)v)->sub);
         conn_unref(c);
     }
+}
+
+static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    conn_write_out(w->data);
+}
+
+/* Takes the first connection off the flush list; the caller owns its reference. */
+static conn_t *flush_list_pop(broker_t *b)
+{
+    conn_t *c = b->flush_list;
+    if (c) {
+        b->flush_list = c->flush_next;
+        c->flush_next = NULL;
+        c->flush_queued = false;
+    }
+    return c;
+}
+
+/* The loop is about to wait: write what this iteration queued. Writing may let
+ * consumers dispatch, which queues more; the list is empty when this returns. */
+void broker_flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    broker_t *b = w->data;
+    conn_t *c;
+    while ((c = flush_list_pop(b))) {
+        if (c->state != CONN_CLOSED && !ev_is_active(&c->write_watcher))
+            conn_write_out(c);
+        conn_unref(c);
+    }
+}
+
+void broker_flush_drop(broker_t *b)
+{
+    conn_t *c;
+    while ((c = flush_list_pop(b)))
+        conn_unref(c);
 }
 
 int conn_send_buf(conn_t *c, qbuf_t *buf, size_t off, size_t len)
@@ -305,15 +354,20 @@ int conn_send_buf(conn_t *c, qbuf_t *buf, size_t off, size_t len)
         conn_close(c, "out of memory for the write queue");
         return QE_CLOSED;
     }
-    /* Write at once when nothing is pending: most frames leave here. */
-    if (c->wq_count == 1 || c->wq_bytes >= (64u << 10)) {
+    if (ev_is_active(&c->write_watcher))
+        return 0; /* the socket is full: conn_write_cb writes when it has room */
+    if (c->wq_bytes >= CONN_FLUSH_BYTES) {
         int rc = conn_flush(c);
         if (rc < 0) {
             conn_close(c, strerror(-rc));
             return QE_CLOSED;
         }
-    } else {
-        ev_io_start(c->broker->loop, &c->write_watcher);
+    } else if (!c->flush_queued) {
+        broker_t *b = c->broker;
+        conn_ref(c);
+        c->flush_queued = true;
+        c->flush_next = b->flush_list;
+        b->flush_list = c;
     }
     return 0;
 }

@@ -64,6 +64,8 @@ def test_metrics_parse_and_count_real_traffic(quire):
     assert _value(fams, "pulsar_topics_count", namespace="public/default", cluster="standalone") >= 1
     # Everything dispatched was written to the sockets: nothing left queued.
     assert _value(fams, "quire_broker_write_queue_bytes", cluster="standalone") == 0
+    # ...in writes, each carrying at least one frame (frames leave together).
+    assert _value(fams, "quire_broker_socket_writes", cluster="standalone") > 0
     # Pulsar's append histograms: 7 durable appends, each in one latency and
     # one size bucket (small entries: the 128-byte bucket).
     lat = [_value(fams, f"pulsar_storage_write_latency_le_{b}", **t)

@@ -12,6 +12,7 @@
 #include "common/hashmap.h"
 #include "server/broker_admin.h"
 #include "server/broker_int.h"
+#include "server/codec/frame.h"
 #include "common/murmur3.h"
 #include "tests/unit/server/server_test.h"
 
@@ -429,6 +430,46 @@ static void test_publish_buffer_bound(void)
     tbroker_stop(tb);
 }
 
+/* Replies to commands that arrived together leave together: 100 PINGs read
+ * at once get their 100 PONGs in one write, not one write each. */
+static void test_replies_coalesced(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *c = tclient_connect(tb, "test");
+    TEST_REQUIRE(c != NULL);
+    enum { PINGS = 100 };
+    Pulsar__Proto__CommandPing ping = PULSAR__PROTO__COMMAND_PING__INIT;
+    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__PING;
+    cmd.ping = &ping;
+    qbuf_t *frame = NULL;
+    TEST_REQUIRE(frame_encode_command(&cmd, &frame) == 0);
+    uint8_t *all = malloc(PINGS * frame->len);
+    TEST_REQUIRE(all != NULL);
+    for (int i = 0; i < PINGS; i++)
+        memcpy(all + (size_t)i * frame->len, frame->data, frame->len);
+    broker_admin_counts_t before, after;
+    broker_admin_counts(tbroker_broker(tb), &before);
+    CU_ASSERT_EQUAL(tclient_send_raw(c, all, PINGS * frame->len), 0);
+    int pongs = 0;
+    for (; pongs < PINGS; pongs++) {
+        tframe_t *f = tclient_wait(c, PULSAR__PROTO__BASE_COMMAND__TYPE__PONG, 10.0);
+        if (!f)
+            break;
+        tframe_free(f);
+    }
+    CU_ASSERT_EQUAL(pongs, PINGS);
+    broker_admin_counts(tbroker_broker(tb), &after);
+    CU_ASSERT_TRUE(after.socket_writes > before.socket_writes);
+    CU_ASSERT_TRUE(after.socket_writes - before.socket_writes <= 2);
+    CU_ASSERT_EQUAL(after.write_queue_bytes, 0);
+    free(all);
+    qbuf_unref(frame);
+    tclient_close(c);
+    tbroker_stop(tb);
+}
+
 static void test_replay_key_counts(void)
 {
     subscription_t s = {0};
@@ -482,6 +523,7 @@ static void register_suites(void)
     CU_add_test(s, "configuration keys", test_config_keys);
     CU_add_test(s, "replay set key counts", test_replay_key_counts);
     CU_add_test(s, "publish buffer bound held", test_publish_buffer_bound);
+    CU_add_test(s, "replies coalesced", test_replies_coalesced);
 }
 
 int main(int argc, char **argv)
