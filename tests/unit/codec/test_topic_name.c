@@ -104,6 +104,21 @@ static void test_too_long(void)
     CU_ASSERT_EQUAL(topic_name_parse(big, &tn), QE_TOO_LARGE);
     big[100] = '\0';
     CU_ASSERT_EQUAL(topic_name_parse(big, &tn), 0);
+    /* The canonical name exactly at the limit, then one byte past it (which
+     * leaves the last good parse as it was). */
+    const char *prefix = "persistent://public/default/";
+    size_t local = TOPIC_NAME_MAX - strlen(prefix);
+    memset(big, 'b', sizeof big - 1);
+    big[local] = '\0';
+    CU_ASSERT_EQUAL(topic_name_parse(big, &tn), 0);
+    CU_ASSERT_EQUAL(strlen(tn.full), TOPIC_NAME_MAX);
+    CU_ASSERT_EQUAL(strncmp(tn.full, prefix, strlen(prefix)), 0);
+    CU_ASSERT_STRING_EQUAL(tn.base, tn.full);
+    CU_ASSERT_STRING_EQUAL(tn.namespace_name, "public/default");
+    big[local] = 'b';
+    big[local + 1] = '\0';
+    CU_ASSERT_EQUAL(topic_name_parse(big, &tn), QE_TOO_LARGE);
+    CU_ASSERT_EQUAL(strlen(tn.full), TOPIC_NAME_MAX);
 }
 
 void codec_register_topic_name(void)
