@@ -53,6 +53,13 @@ int broker_topic_quota_put(struct broker *b, const topic_name_t *tn, int new_top
                            const char *path, const void *value, size_t len, md_put_cb cb,
                            void *arg);
 
+/* The same for one topic that may already be registered (auto-creation on
+ * first use): cb gets QE_EXISTS when it is. Without a topic quota this is the
+ * write alone; with one, the key is read first, so that a topic that exists is
+ * never refused for the quota. */
+int broker_topic_register(struct broker *b, const topic_name_t *tn, const char *path,
+                          const void *value, size_t len, md_put_cb cb, void *arg);
+
 #define BROKER_TOPIC_QUOTA_REASON "Exceed maximum number of topics in namespace."
 
 #endif

@@ -563,6 +563,7 @@ typedef struct quota_ctx {
     broker_t *broker;
     char ns[TOPIC_NAME_MAX + 1];
     int new_topics;
+    bool may_exist; /* broker_topic_register: QE_EXISTS before the quota check */
     int64_t max;
     char *path;
     void *value;
@@ -612,29 +613,60 @@ static void quota_listed(int rc, const char *const *children, size_t n, void *ar
     quota_put(q);
 }
 
+static void quota_count(quota_ctx_t *q)
+{
+    char path[TOPIC_NAME_MAX + 64];
+    snprintf(path, sizeof path, "/topics/%s/persistent", q->ns);
+    int rc = md_list(q->broker->md, path, quota_listed, q);
+    if (rc < 0)
+        quota_put_done(rc, NULL, q);
+}
+
+static void quota_exists_checked(int rc, const void *value, size_t len, const md_stat_t *st,
+                                 void *arg)
+{
+    (void)value;
+    (void)len;
+    (void)st;
+    quota_ctx_t *q = arg;
+    if (rc == 0)
+        quota_put_done(QE_EXISTS, NULL, q);
+    else if (rc != QE_NOT_FOUND)
+        quota_put_done(rc, NULL, q);
+    else
+        quota_count(q);
+}
+
 static void quota_policies(int rc, const ns_policies_t *p, void *arg)
 {
     quota_ctx_t *q = arg;
     (void)rc; /* unreadable policies: the defaults apply */
     q->max = pick(p->max_topics_per_namespace, q->broker->cfg.limits.max_topics_per_namespace);
     if (q->max <= 0) {
-        quota_put(q);
+        quota_put(q); /* QE_EXISTS, if it may exist and does */
         return;
     }
-    char path[TOPIC_NAME_MAX + 64];
-    snprintf(path, sizeof path, "/topics/%s/persistent", q->ns);
-    rc = md_list(q->broker->md, path, quota_listed, q);
+    if (!q->may_exist) {
+        quota_count(q);
+        return;
+    }
+    rc = md_get(q->broker->md, q->path, quota_exists_checked, q);
     if (rc < 0)
         quota_put_done(rc, NULL, q);
 }
 
-int broker_topic_quota_put(broker_t *b, const topic_name_t *tn, int new_topics, const char *path,
-                           const void *value, size_t len, md_put_cb cb, void *arg)
+static int quota_start(broker_t *b, const topic_name_t *tn, int new_topics, bool may_exist,
+                       const char *path, const void *value, size_t len, md_put_cb cb, void *arg)
 {
     quota_ctx_t *q = calloc(1, sizeof *q);
     if (!q)
         return -ENOMEM;
-    *q = (quota_ctx_t){.broker = b, .new_topics = new_topics, .len = len, .cb = cb, .arg = arg};
+    *q = (quota_ctx_t){.broker = b,
+                       .new_topics = new_topics,
+                       .may_exist = may_exist,
+                       .len = len,
+                       .cb = cb,
+                       .arg = arg};
     snprintf(q->ns, sizeof q->ns, "%s", tn->namespace_name);
     q->path = strdup(path);
     q->value = malloc(len ? len : 1);
@@ -647,4 +679,16 @@ int broker_topic_quota_put(broker_t *b, const topic_name_t *tn, int new_topics, 
     if (rc < 0)
         quota_ctx_free(q);
     return rc;
+}
+
+int broker_topic_quota_put(broker_t *b, const topic_name_t *tn, int new_topics, const char *path,
+                           const void *value, size_t len, md_put_cb cb, void *arg)
+{
+    return quota_start(b, tn, new_topics, false, path, value, len, cb, arg);
+}
+
+int broker_topic_register(broker_t *b, const topic_name_t *tn, const char *path, const void *value,
+                          size_t len, md_put_cb cb, void *arg)
+{
+    return quota_start(b, tn, 1, true, path, value, len, cb, arg);
 }

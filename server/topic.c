@@ -224,45 +224,18 @@ int topic_registry_path(const topic_name_t *tn, char *out, size_t len)
     return n < 0 || (size_t)n >= len ? QE_TOO_LARGE : 0;
 }
 
-typedef struct load_ctx {
-    topic_t *topic;
-    bool create;
-} load_ctx_t;
-
 static void topic_registry_checked(int rc, const void *value, size_t len, const md_stat_t *st,
                                    void *arg)
 {
     (void)value;
     (void)len;
     (void)st;
-    load_ctx_t *lc = arg;
-    topic_t *t = lc->topic;
-    bool create = lc->create;
-    free(lc);
+    topic_t *t = arg;
     t->busy--;
-    if (rc == 0) {
+    if (rc == 0)
         topic_open_ledger(t);
-        return;
-    }
-    if (rc != QE_NOT_FOUND) {
-        topic_load_finish(t, rc);
-        return;
-    }
-    if (!create || !t->broker->cfg.allow_auto_topic_creation) {
-        topic_load_finish(t, QE_NOT_FOUND);
-        return;
-    }
-    topic_name_t tn;
-    char path[3 * TOPIC_NAME_MAX + 64];
-    topic_name_parse(t->name, &tn);
-    topic_registry_path(&tn, path, sizeof path);
-    t->busy++;
-    /* Auto-creation counts against the namespace's topic quota. */
-    rc = broker_topic_quota_put(t->broker, &tn, 1, path, "{}", 2, topic_registered, t);
-    if (rc < 0) {
-        t->busy--;
-        topic_load_finish(t, rc);
-    }
+    else
+        topic_load_finish(t, rc); /* QE_NOT_FOUND: not created on first use */
 }
 
 static topic_t *topic_new(broker_t *b, const char *name, const topic_name_t *tn)
@@ -326,19 +299,21 @@ int broker_topic_get(broker_t *b, const char *name, bool create, topic_ready_cb 
             t->state = TOPIC_READY;
             return topic_answer_later(t, 0, cb, arg);
         }
-        load_ctx_t *lc = malloc(sizeof *lc);
         char path[3 * TOPIC_NAME_MAX + 64];
-        if (!lc || topic_registry_path(&tn, path, sizeof path) < 0) {
-            free(lc);
+        if (topic_registry_path(&tn, path, sizeof path) < 0) {
             qmap_remove(b->topics, name);
             topic_destroy(t);
-            return lc ? QE_INVALID : -ENOMEM;
+            return QE_INVALID;
         }
-        *lc = (load_ctx_t){t, create};
         t->busy++;
-        rc = md_get(b->md, path, topic_registry_checked, lc);
+        /* Created on first use: registered in one write (QE_EXISTS when it is
+         * already), counted against the namespace's topic quota. */
+        if (create && b->cfg.allow_auto_topic_creation)
+            rc = broker_topic_register(b, &tn, path, "{}", 2, topic_registered, t);
+        else
+            rc = md_get(b->md, path, topic_registry_checked, t);
         if (rc < 0) {
-            free(lc);
+            t->busy--;
             qmap_remove(b->topics, name);
             topic_destroy(t);
             return rc;

@@ -323,8 +323,13 @@ def test_max_topics_per_namespace(quire):
     try:
         with pytest.raises(pulsar.NotAllowedError):
             client.create_producer(f"persistent://{ns}/auto-created")
-        # Existing topics stay usable.
+        # Existing topics stay usable, also when loaded again with the
+        # namespace full (found registered, not counted as new).
         client.create_producer(f"persistent://{ns}/t1").close()
+        assert http("PUT", f"{base}/t1/unload")[0] == 204
+        p = client.create_producer(f"persistent://{ns}/t1")
+        p.send(b"still usable")
+        p.close()
     finally:
         client.close()
 
