@@ -257,6 +257,11 @@ int broker_listen(broker_t *b)
     return broker_security_listen(b); /* brokerServicePortTls, when configured */
 }
 
+uint64_t broker_bytes_written(const broker_t *b)
+{
+    return b->socket_bytes;
+}
+
 int broker_port(const broker_t *b)
 {
     return b->cfg.broker_service_port;

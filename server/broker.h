@@ -65,6 +65,8 @@ int broker_new(struct ev_loop *loop, const broker_config_t *cfg, md_store_t *md,
 /* Binds and listens on bind_address:broker_service_port (port 0 picks one). */
 int broker_listen(broker_t *b);
 int broker_port(const broker_t *b);
+/* Bytes written to clients since start (messages, receipts, answers). */
+uint64_t broker_bytes_written(const broker_t *b);
 typedef void (*broker_done_cb)(void *arg);
 /* Stops accepting, closes every connection, closes every topic's managed
  * ledger and cursors (so the next start needs no recovery), then calls cb. */

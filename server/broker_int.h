@@ -70,6 +70,7 @@ struct broker {
     ev_prepare flush_prepare;
     conn_t *flush_list;
     uint64_t socket_writes; /* writev calls to client sockets that wrote bytes */
+    uint64_t socket_bytes;  /* bytes those writes took */
     uint64_t buffer_pauses; /* connections paused by it, ever */
     char **shutdown_names;  /* topics still to close, in waves (broker.c) */
     size_t shutdown_n, shutdown_next;

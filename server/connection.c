@@ -256,6 +256,7 @@ static int conn_flush(conn_t *c)
         c->wq_bytes -= (uint64_t)w;
         c->broker->wq_bytes_total -= (uint64_t)w;
         c->broker->socket_writes++;
+        c->broker->socket_bytes += (uint64_t)w;
         while (w > 0) {
             wq_item_t *it = &c->wq[c->wq_head];
             if ((size_t)w >= it->len) {

@@ -26,6 +26,7 @@
 #include "common/config.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/mem_trim.h"
 #include "server/broker.h"
 #include "server/broker_security.h"
 #include "src/services.h"
@@ -47,8 +48,14 @@ typedef struct standalone {
     broker_t *broker;
     services_t *services;
     ev_signal sigterm, sigint;
+    qtrim_t trim; /* freed memory back to the system when quiet after a burst */
     bool stopping;
 } standalone_t;
+
+static uint64_t sa_activity(void *arg)
+{
+    return broker_bytes_written(arg);
+}
 
 static void sa_usage(FILE *f)
 {
@@ -135,6 +142,8 @@ static int mkdir_p(const char *path)
 
 static void sa_teardown(standalone_t *sa)
 {
+    if (sa->loop)
+        qtrim_stop(&sa->trim, sa->loop);
     services_stop(sa->services);
     sa->services = NULL;
     broker_free(sa->broker);
@@ -155,6 +164,7 @@ static void sa_broker_stopped(void *arg)
 {
     standalone_t *sa = arg;
     log_info("standalone", "broker stopped; closing storage");
+    qtrim_stop(&sa->trim, sa->loop);
     ev_signal_stop(sa->loop, &sa->sigterm);
     ev_signal_stop(sa->loop, &sa->sigint);
     ev_break(sa->loop, EVBREAK_ALL);
@@ -286,6 +296,7 @@ int quire_standalone_main(int argc, char **argv)
     sa.sigterm.data = sa.sigint.data = &sa;
     ev_signal_start(sa.loop, &sa.sigterm);
     ev_signal_start(sa.loop, &sa.sigint);
+    qtrim_start(&sa.trim, sa.loop, 5.0, sa_activity, sa.broker);
 
     char real[4096];
     const char *shown = realpath(sa.data_dir, real) ? real : sa.data_dir;

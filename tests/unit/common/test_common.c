@@ -5,6 +5,7 @@
 
 #include "common/buf.h"
 #include "common/crc32c.h"
+#include "common/mem_trim.h"
 #include "common/errors.h"
 #include "common/exec.h"
 #include "tests/unit/support/test_support.h"
@@ -66,6 +67,30 @@ static void test_crc32c_streams_match_table(void)
     CU_ASSERT_EQUAL(crc32c(0, buf, N), whole);
     for (size_t split = 1; split < N; split += 4099)
         CU_ASSERT_EQUAL(crc32c(crc32c(0, buf, split), buf + split, N - split), whole);
+}
+
+/* A trim is due once: after a burst of QTRIM_BURST_BYTES, at the first quiet
+ * tick; not for a trickle (keepalive pings), not while busy. */
+static void test_trim_after_burst(void)
+{
+    qtrim_state_t s = {0};
+    uint64_t bytes = 1000;
+    CU_ASSERT_FALSE(qtrim_due(&s, bytes)); /* first tick: the baseline */
+    for (int i = 0; i < 100; i++)          /* a trickle below the quiet bound */
+        CU_ASSERT_FALSE(qtrim_due(&s, bytes += QTRIM_QUIET_BYTES / 2));
+    int due = 0;
+    for (int i = 0; i < 8; i++) /* busy: 8 x 16 MiB, never due while it lasts */
+        due += qtrim_due(&s, bytes += 16ull << 20);
+    CU_ASSERT_EQUAL(due, 0);
+    CU_ASSERT_TRUE(qtrim_due(&s, bytes));  /* the first quiet tick */
+    CU_ASSERT_FALSE(qtrim_due(&s, bytes)); /* once */
+    CU_ASSERT_FALSE(qtrim_due(&s, bytes + 10));
+    bytes += QTRIM_BURST_BYTES / 2; /* half a burst, then quiet: not yet */
+    CU_ASSERT_FALSE(qtrim_due(&s, bytes));
+    CU_ASSERT_FALSE(qtrim_due(&s, bytes));
+    bytes += QTRIM_BURST_BYTES / 2;
+    CU_ASSERT_FALSE(qtrim_due(&s, bytes));
+    CU_ASSERT_TRUE(qtrim_due(&s, bytes)); /* the two halves make one */
 }
 
 static void test_qbuf_refcount(void)
@@ -171,6 +196,7 @@ static void register_suites(void)
     CU_add_test(s, "crc32c vectors", test_crc32c_vectors);
     CU_add_test(s, "crc32c incremental hw/sw", test_crc32c_incremental_matches_hw_sw);
     CU_add_test(s, "crc32c three streams match the table", test_crc32c_streams_match_table);
+    CU_add_test(s, "memory trim after a burst", test_trim_after_burst);
     CU_add_test(s, "qbuf refcount", test_qbuf_refcount);
     CU_add_test(s, "errors named", test_errors_named);
     CU_add_test(s, "exec order", test_exec_order_and_completion_on_loop);
