@@ -34,7 +34,6 @@ static void qtrim_tick(struct ev_loop *loop, ev_timer *w, int revents)
 #ifdef __GLIBC__
     uint64_t t0 = clock_mono_us();
     int released = malloc_trim(0);
-    t->trims++;
     log_debug("memory", "quiet after a burst: freed heap memory %s in %.1f ms",
               released ? "returned" : "already returned", (double)(clock_mono_us() - t0) / 1000.0);
 #endif

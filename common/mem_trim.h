@@ -41,7 +41,6 @@ typedef struct qtrim {
     qtrim_state_t state;
     qtrim_activity_fn activity;
     void *arg;
-    uint64_t trims; /* malloc_trim calls made */
 } qtrim_t;
 
 /* Ticks every interval_s on loop (the timer does not keep ev_run() going). */
