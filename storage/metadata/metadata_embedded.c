@@ -4,9 +4,10 @@
  * Every call is checked on the loop thread, copied into an md_op_t (path and
  * value included, so the caller's memory is free again on return) and queued.
  * One batch at a time goes to a one-thread qexec_t: the worker runs the whole
- * batch in one SQLite transaction (each operation in its own savepoint, so a
- * lost compare-and-set undoes only itself) and commits once with fsync — group
- * commit: while a batch commits, later calls pile up and form the next one.
+ * batch in one SQLite transaction (a lost compare-and-set writes nothing, so it
+ * fails alone; an operation failing half-written fails the batch) and commits
+ * once with fsync — group commit: while a batch commits, later calls pile up
+ * and form the next one.
  * The batch's done function runs on the loop: for each operation, in call
  * order, the watches its change concerns fire, then its callback.
  *
@@ -193,23 +194,16 @@ static void batch_work(void *arg)
     md_store_t *store = arg;
     md_op_t *op;
     int rc = md_db_begin(&store->db);
-    for (op = store->batch_head; op && !rc; op = op->next) {
-        md_db_exec(&store->db, op);
-        /* SQLite rolls the whole transaction back itself on some errors (full
-         * disk, I/O): then the batch stops here and fails as a whole. */
-        if (!md_db_in_txn(&store->db))
-            rc = op->rc ? op->rc : -EIO;
-    }
+    for (op = store->batch_head; op && !rc; op = op->next)
+        rc = md_db_exec(&store->db, op); /* != 0: the batch fails as a whole */
     if (!rc)
         rc = md_db_commit(&store->db);
     if (!rc)
         return;
     md_db_rollback(&store->db);
-    for (op = store->batch_head; op; op = op->next) {
-        if (op->rc == 0) { /* nothing of it is durable */
-            md_op_free_results(op);
-            op->rc = rc;
-        }
+    for (op = store->batch_head; op; op = op->next) { /* nothing of it is durable */
+        md_op_free_results(op);
+        op->rc = rc; /* a refusal, too, was decided on state now rolled back */
     }
 }
 

@@ -123,7 +123,7 @@ typedef struct md_db {
     sqlite3_stmt *ephemeral_any;
     /* per operation and per batch: prepared once (sqlite3_exec compiled them
      * every time, a quarter of the worker's time when creating topics) */
-    sqlite3_stmt *savepoint, *release, *rollback_to, *begin, *commit;
+    sqlite3_stmt *begin, *commit;
     md_filter_t *filter; /* borrowed from the store; NULL: record no events */
 } md_db_t;
 
@@ -138,13 +138,14 @@ void md_db_close(md_db_t *d);
 int md_db_begin(md_db_t *d);
 int md_db_commit(md_db_t *d);
 void md_db_rollback(md_db_t *d);
-/* False once SQLite has ended the transaction by itself (after an I/O error). */
-bool md_db_in_txn(md_db_t *d);
 
-/* Executes one operation inside the open transaction, within its own savepoint:
- * a failed operation leaves no trace and does not disturb the others. Sets
- * op->rc and the result fields. */
-void md_db_exec(md_db_t *d, md_op_t *op);
+/* Executes one operation inside the open transaction; sets op->rc and the
+ * result fields. A refused operation (a lost compare-and-set, a missing key...)
+ * changes nothing and does not disturb the others: returns 0. Returns a
+ * negative code when the transaction cannot be committed any more (the
+ * operation failed after writing part of its change, or SQLite ended the
+ * transaction after an I/O error): the batch must be rolled back as a whole. */
+int md_db_exec(md_db_t *d, md_op_t *op);
 
 /* Frees an operation's result fields (value, children, events). */
 void md_op_free_results(md_op_t *op);

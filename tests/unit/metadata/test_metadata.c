@@ -8,6 +8,7 @@
  * and waits for each callback with a bounded test_run_until().
  */
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -608,29 +609,120 @@ static void test_callback_order(void)
     fixture_close();
 }
 
-/* A lost compare-and-set inside a group commit undoes only itself. */
+/* Every refusal inside a group commit (lost compare-and-set, create-only put
+ * of a key that exists, delete of a missing or non-empty key) changes nothing
+ * and leaves the other operations of the group alone. */
 static void test_group_with_failed_cas(void)
 {
     fixture_open();
-    res_t r[5] = {{0}};
+    res_t r[9] = {{0}};
     CU_ASSERT_EQUAL(md_put(store, "/g0", "0", 1, MD_VERSION_ANY, NULL, put_cb, &r[0]), 0);
     CU_ASSERT_EQUAL(md_put(store, "/g1", "1", 1, MD_VERSION_NEW, NULL, put_cb, &r[1]), 0);
     CU_ASSERT_EQUAL(md_put(store, "/g1", "x", 1, 7, NULL, put_cb, &r[2]), 0);
     CU_ASSERT_EQUAL(md_delete(store, "/g0", 9, done_cb, &r[3]), 0);
     CU_ASSERT_EQUAL(md_put(store, "/g2", "2", 1, MD_VERSION_NEW, NULL, put_cb, &r[4]), 0);
-    TEST_REQUIRE(test_run_until(loop, &r[4].done, WAIT_S));
+    CU_ASSERT_EQUAL(md_put(store, "/g1", "y", 1, MD_VERSION_NEW, NULL, put_cb, &r[5]), 0);
+    CU_ASSERT_EQUAL(md_delete(store, "/g9", MD_VERSION_ANY, done_cb, &r[6]), 0);
+    CU_ASSERT_EQUAL(md_put(store, "/g3/a/b", "b", 1, MD_VERSION_ANY, NULL, put_cb, &r[7]), 0);
+    CU_ASSERT_EQUAL(md_put(store, "/g3", "3", 1, MD_VERSION_ANY, NULL, put_cb, &r[8]), 0);
+    TEST_REQUIRE(test_run_until(loop, &r[8].done, WAIT_S));
+    res_t nonempty = {0};
+    CU_ASSERT_EQUAL(md_delete(store, "/g3", MD_VERSION_ANY, done_cb, &nonempty), 0);
+    TEST_REQUIRE(test_run_until(loop, &nonempty.done, WAIT_S));
     CU_ASSERT_EQUAL(r[0].rc, 0);
     CU_ASSERT_EQUAL(r[1].rc, 0);
     CU_ASSERT_EQUAL(r[2].rc, QE_BAD_VERSION);
     CU_ASSERT_EQUAL(r[3].rc, QE_BAD_VERSION);
     CU_ASSERT_EQUAL(r[4].rc, 0);
+    CU_ASSERT_EQUAL(r[5].rc, QE_EXISTS);
+    CU_ASSERT_EQUAL(r[6].rc, QE_NOT_FOUND);
+    CU_ASSERT_EQUAL(r[7].rc, 0);
+    CU_ASSERT_EQUAL(r[8].rc, 0);
+    CU_ASSERT_EQUAL(nonempty.rc, QE_NOT_EMPTY);
     fixture_reopen();
     res_t g;
     CU_ASSERT_EQUAL(sync_get("/g1", &g), 0);
     CU_ASSERT_STRING_EQUAL(g.value, "1");
+    CU_ASSERT_EQUAL(g.stat.version, 0);
     CU_ASSERT_EQUAL(sync_get("/g2", &g), 0);
     CU_ASSERT_EQUAL(sync_get("/g0", &g), 0);
+    CU_ASSERT_EQUAL(sync_get("/g3/a/b", &g), 0);
+    CU_ASSERT_EQUAL(sync_get("/g3", &g), 0);
+    CU_ASSERT_STRING_EQUAL(g.value, "3");
     fixture_close();
+}
+
+/* Runs one put inside the open transaction; returns md_db_exec's result. */
+static int db_put(md_db_t *d, const char *path, md_op_t *op)
+{
+    *op = (md_op_t){.kind = MD_OP_PUT,
+                    .path = (char *)path,
+                    .value = "v",
+                    .len = 1,
+                    .expected_version = MD_VERSION_ANY};
+    return md_db_exec(d, op);
+}
+
+static bool db_has(md_db_t *d, const char *path)
+{
+    md_op_t op = {.kind = MD_OP_GET, .path = (char *)path};
+    int rc = md_db_exec(d, &op);
+    bool found = rc == 0 && op.rc == 0;
+    md_op_free_results(&op);
+    return found;
+}
+
+/* An operation that fails after writing part of its change makes the batch
+ * fail as a whole (md_db_exec returns an error, the transaction must be
+ * rolled back); one that fails before writing anything fails alone. Failures
+ * are injected with triggers that abort the insert of one path: "/x/a" is an
+ * implicit ancestor inserted after the key "/x/a/b"; "/y/z" is the key
+ * itself, the operation's first write. */
+static void test_half_written_fails_batch(void)
+{
+    char *dir = test_tmpdir("meta");
+    TEST_REQUIRE(dir != NULL);
+    char path[512];
+    snprintf(path, sizeof path, "%s/h.db", dir);
+    md_db_t d;
+    TEST_REQUIRE(md_db_open(&d, path) == 0);
+    TEST_REQUIRE(sqlite3_exec(d.db,
+                              "CREATE TEMP TRIGGER fail_x BEFORE INSERT ON keys"
+                              " WHEN NEW.path IN ('/x/a', '/y/z')"
+                              " BEGIN SELECT RAISE(ABORT, 'injected'); END;",
+                              NULL, NULL, NULL) == SQLITE_OK);
+
+    /* Refused before its first write: the others of the batch commit. */
+    md_op_t a, b, c;
+    TEST_REQUIRE(md_db_begin(&d) == 0);
+    CU_ASSERT_EQUAL(db_put(&d, "/k1", &a), 0);
+    CU_ASSERT_EQUAL(db_put(&d, "/y/z", &b), 0);
+    CU_ASSERT_EQUAL(b.rc, -EIO);
+    CU_ASSERT_EQUAL(db_put(&d, "/k2", &c), 0);
+    CU_ASSERT_EQUAL(a.rc, 0);
+    CU_ASSERT_EQUAL(c.rc, 0);
+    CU_ASSERT_EQUAL(md_db_commit(&d), 0);
+    CU_ASSERT_TRUE(db_has(&d, "/k1"));
+    CU_ASSERT_TRUE(db_has(&d, "/k2"));
+    CU_ASSERT_FALSE(db_has(&d, "/y/z"));
+    CU_ASSERT_FALSE(db_has(&d, "/y"));
+
+    /* Failed half-written: the batch must not commit; after the rollback
+     * nothing of it is there, neither the key nor the earlier operation. */
+    TEST_REQUIRE(md_db_begin(&d) == 0);
+    CU_ASSERT_EQUAL(db_put(&d, "/k3", &a), 0);
+    CU_ASSERT_TRUE(db_put(&d, "/x/a/b", &b) < 0);
+    CU_ASSERT_EQUAL(b.rc, -EIO);
+    md_db_rollback(&d);
+    CU_ASSERT_FALSE(db_has(&d, "/k3"));
+    CU_ASSERT_FALSE(db_has(&d, "/x/a/b"));
+    md_op_free_results(&a);
+    md_op_free_results(&b);
+    md_op_free_results(&c);
+
+    md_db_close(&d);
+    test_rm_rf(dir);
+    free(dir);
 }
 
 #define MANY_OPS 20000
@@ -844,7 +936,8 @@ static void register_suites(void)
     CU_add_test(s, "watches: before the callback", test_watch_before_callback);
     CU_add_test(s, "durable across reopen", test_durable_across_reopen);
     CU_add_test(s, "callback order", test_callback_order);
-    CU_add_test(s, "failed CAS inside a group", test_group_with_failed_cas);
+    CU_add_test(s, "refusals inside a group", test_group_with_failed_cas);
+    CU_add_test(s, "half-written operation fails the batch", test_half_written_fails_batch);
     CU_add_test(s, "20000 puts, group commit", test_many_puts_group_commit);
     CU_add_test(s, "queue bound", test_queue_bound);
     CU_add_test(s, "close completes queued calls", test_close_completes_queued);
