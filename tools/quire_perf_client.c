@@ -46,6 +46,7 @@
 #include "tools/quire_perf.h"
 
 #define ACK_MAX 1000u
+#define EP_FIRST_CAP 16u /* first size of a producer's rings and a consumer's acks */
 #define ACK_INTERVAL_S 0.1
 #define DRAIN_MAX_S 10.0
 #define MAX_REDIRECTS 8
@@ -93,17 +94,21 @@ typedef struct ep {
     ev_timer pace_timer, batch_timer;
     perf_batch_t batch;
     uint64_t next_seq;
-    uint64_t *sched_ns; /* by seq & ring_mask */
+    /* sched_ns, inflight and acks start small and double up to their bound
+     * (max-pending, ACK_MAX) as needed: with 100,000 endpoints that send one
+     * message each, allocating the bounds up front cost more (page faults) than
+     * the rest of the client did. */
+    uint64_t *sched_ns; /* by seq & ring_mask; holds the pending seqs */
     size_t ring_mask;
-    uint32_t pending_msgs;
+    uint32_t pending_msgs; /* seqs next_seq - pending_msgs .. next_seq - 1 */
     inflight_t *inflight;
     size_t if_cap, if_head, if_count;
     uint8_t *payload;
     uint32_t key_state;
     /* consumer */
     uint32_t permits_unsent;
-    int64_t *acks;
-    size_t n_acks;
+    int64_t *acks; /* ledger, entry pairs */
+    size_t n_acks, cap_acks;
     bool has_cumulative;
     ev_timer ack_timer;
     /* resolver */
@@ -130,6 +135,8 @@ struct perf_run {
     uint64_t run_start_ns, measure_start_ns, end_ns, last_report_ns;
     ev_timer report_timer, phase_timer, drain_timer;
     uint64_t issued, produced_total, consumed_total;
+    uint64_t pending_total; /* sum of the producers' pending_msgs */
+    size_t close_next;      /* P_CLOSE: eps before it are no longer closing */
     int status;
     char err[512];
     perf_scratch_t z, dz;
@@ -541,6 +548,7 @@ static void on_receipt(ep_t *p, const Pulsar__Proto__CommandSendReceipt *s)
     r->iv.produced_bytes += (uint64_t)f->n * r->o->size_bytes;
     r->produced_total += f->n;
     p->pending_msgs -= f->n;
+    r->pending_total -= f->n;
     qbuf_unref(f->frame);
     f->frame = NULL;
     p->if_head = (p->if_head + 1) % p->if_cap;
@@ -599,6 +607,16 @@ static void consumer_ack(ep_t *c, int64_t ledger, int64_t entry)
         c->acks[1] = entry;
         c->n_acks = 1;
     } else {
+        if (c->n_acks == c->cap_acks) { /* < ACK_MAX: flushed there */
+            size_t cap = c->cap_acks * 2 < ACK_MAX ? c->cap_acks * 2 : ACK_MAX;
+            int64_t *a = realloc(c->acks, 2 * cap * sizeof *a);
+            if (!a) {
+                ep_fail(c, -ENOMEM, "out of memory");
+                return;
+            }
+            c->acks = a;
+            c->cap_acks = cap;
+        }
         c->acks[2 * c->n_acks] = ledger;
         c->acks[2 * c->n_acks + 1] = entry;
         if (++c->n_acks >= ACK_MAX) {
@@ -697,6 +715,40 @@ static bool producer_batch_full(const ep_t *p)
     return p->batch.n >= o->batch_max_messages || p->batch.len >= o->batch_max_bytes;
 }
 
+/* Doubles the sched_ns ring (pending_msgs fills it; max_pending bounds it). */
+static int producer_grow_ring(ep_t *p)
+{
+    size_t cap = (p->ring_mask + 1) * 2;
+    uint64_t *ring = malloc(cap * sizeof *ring);
+    if (!ring)
+        return -ENOMEM;
+    for (uint64_t q = p->next_seq - p->pending_msgs; q < p->next_seq; q++)
+        ring[q & (cap - 1)] = p->sched_ns[q & p->ring_mask];
+    free(p->sched_ns);
+    p->sched_ns = ring;
+    p->ring_mask = cap - 1;
+    return 0;
+}
+
+/* Doubles the in-flight ring (full), up to max_pending entries. */
+static int producer_grow_inflight(ep_t *p)
+{
+    size_t bound = p->run->o->max_pending;
+    if (p->if_cap >= bound)
+        return QE_BUSY;
+    size_t cap = p->if_cap * 2 < bound ? p->if_cap * 2 : bound;
+    inflight_t *f = calloc(cap, sizeof *f);
+    if (!f)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->if_count; i++)
+        f[i] = p->inflight[(p->if_head + i) % p->if_cap];
+    free(p->inflight);
+    p->inflight = f;
+    p->if_cap = cap;
+    p->if_head = 0;
+    return 0;
+}
+
 static void producer_flush(ep_t *p)
 {
     perf_run_t *r = p->run;
@@ -710,9 +762,10 @@ static void producer_flush(ep_t *p)
         ep_fail(p, rc, "cannot build SEND: %s", q_strerror(rc));
         return;
     }
-    if (p->if_count == p->if_cap) { /* cannot happen: each batch holds >= 1 pending message */
+    int grc = p->if_count == p->if_cap ? producer_grow_inflight(p) : 0;
+    if (grc != 0) { /* QE_BUSY cannot happen: each batch holds >= 1 pending message */
         qbuf_unref(frame);
-        ep_fail(p, QE_BUSY, "in-flight bound broken");
+        ep_fail(p, grc, grc == QE_BUSY ? "in-flight bound broken" : "out of memory");
         return;
     }
     inflight_t *f = &p->inflight[(p->if_head + p->if_count) % p->if_cap];
@@ -742,6 +795,10 @@ static void producer_add(ep_t *p, uint64_t sched_ns, uint64_t now_ns)
 {
     perf_run_t *r = p->run;
     const perf_opts_t *o = r->o;
+    if (p->pending_msgs > p->ring_mask && producer_grow_ring(p) != 0) {
+        ep_fail(p, -ENOMEM, "out of memory");
+        return;
+    }
     uint64_t seq = p->next_seq++;
     perf_payload_stamp(p->payload, o->size_bytes, (uint64_t)run_wall_us(r, sched_ns));
     char key[32];
@@ -758,6 +815,7 @@ static void producer_add(ep_t *p, uint64_t sched_ns, uint64_t now_ns)
     }
     p->sched_ns[seq & p->ring_mask] = sched_ns;
     p->pending_msgs++;
+    r->pending_total++;
     r->issued++;
 }
 
@@ -836,12 +894,9 @@ static ep_t *ep_new(perf_run_t *r, ep_kind_t kind, size_t index, const char *top
     e->op_timer.data = e->pace_timer.data = e->batch_timer.data = e->ack_timer.data = e;
     const perf_opts_t *o = r->o;
     if (kind == EP_PRODUCER) {
-        size_t ring = 1;
-        while (ring < o->max_pending)
-            ring <<= 1;
-        e->ring_mask = ring - 1;
-        e->sched_ns = calloc(ring, sizeof *e->sched_ns);
-        e->if_cap = o->max_pending;
+        e->ring_mask = EP_FIRST_CAP - 1;
+        e->sched_ns = calloc(EP_FIRST_CAP, sizeof *e->sched_ns);
+        e->if_cap = o->max_pending < EP_FIRST_CAP ? o->max_pending : EP_FIRST_CAP;
         e->inflight = calloc(e->if_cap, sizeof *e->inflight);
         e->payload = malloc(o->size_bytes);
         e->batch.batching = o->batch_max_messages > 1;
@@ -850,7 +905,8 @@ static ep_t *ep_new(perf_run_t *r, ep_kind_t kind, size_t index, const char *top
             return e; /* caller checks via ep_ok */
         perf_payload_fill(e->payload, o->size_bytes, (uint32_t)index);
     } else if (kind == EP_CONSUMER) {
-        e->acks = calloc(2 * ACK_MAX, sizeof *e->acks);
+        e->cap_acks = EP_FIRST_CAP;
+        e->acks = calloc(2 * e->cap_acks, sizeof *e->acks);
     } else {
         e->partitions = calloc(o->n_topics, sizeof *e->partitions);
     }
@@ -893,10 +949,7 @@ static void ep_free(ep_t *e)
 
 static uint64_t run_pending(const perf_run_t *r)
 {
-    uint64_t n = 0;
-    for (size_t i = r->n_cons; i < r->n_eps; i++)
-        n += r->eps[i]->pending_msgs;
-    return n;
+    return r->pending_total;
 }
 
 static void report_line(perf_run_t *r, uint64_t now)
@@ -1088,9 +1141,12 @@ static void run_check_drain(perf_run_t *r)
             return;
         run_close_begin(r);
     } else if (r->phase == P_CLOSE) {
-        for (size_t i = 0; i < r->n_eps; i++)
-            if (r->eps[i]->state == ST_CLOSING)
-                return;
+        /* No endpoint becomes CLOSING again once run_close_begin is done, so
+         * the scan resumes where it stopped: linear over the whole close. */
+        while (r->close_next < r->n_eps && r->eps[r->close_next]->state != ST_CLOSING)
+            r->close_next++;
+        if (r->close_next < r->n_eps)
+            return;
         run_done(r);
     }
 }
@@ -1136,6 +1192,7 @@ static void run_close_begin(perf_run_t *r)
     ev_timer_stop(r->loop, &r->drain_timer);
     ev_timer_set(&r->drain_timer, r->o->op_timeout_s, 0);
     ev_timer_start(r->loop, &r->drain_timer);
+    r->close_next = 0; /* every CLOSING endpoint was set in the loop above */
     run_check_drain(r);
 }
 
