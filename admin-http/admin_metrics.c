@@ -5,12 +5,13 @@
  * Rates are never made up: a 1-second ev_timer samples topics' and
  * subscriptions' counters (server/broker_admin.h) into a ring of the last
  * METRICS_WINDOW samples; a rate is (newest - oldest) / (their time apart),
- * 0 until two samples exist. Counters move only while a topic has a producer
- * or a consumer, so a tick samples the topics with clients plus those still
- * holding a series, and drops a series once its topic has no client and the
- * window shows no change (its rate is 0 either way) or the topic is gone. A
- * tick therefore costs O(clients + recently active topics), not O(topics):
- * 100,000 idle topics cost nothing.
+ * 0 until two samples exist. The broker lists the topics whose counters moved
+ * since the previous tick, with their values at that tick; only those are
+ * read. A series whose window shows no change is dropped (its rate is 0 either
+ * way). A tick therefore costs O(topics active in the last 5 s): 100,000
+ * topics cost nothing while quiet, with or without clients connected. (Until
+ * 2026-11-30 every topic with a client was read every second: 6.5 % of a core
+ * with 10,000 idle producers and consumers connected.)
  *
  * Rendering takes a snapshot of the views first, then prints each metric
  * family once (# TYPE line, then every sample), as the format requires.
@@ -39,7 +40,6 @@ typedef struct series {
     sample_t ring[METRICS_WINDOW];
     unsigned head, count; /* head: next slot */
     uint64_t seen_gen;    /* tick of the newest sample */
-    uint64_t active_gen;  /* last tick its topic had a client */
 } series_t;
 
 struct admin_metrics {
@@ -47,34 +47,28 @@ struct admin_metrics {
     ev_timer timer;
     qmap_t *series; /* "topic" or "topic\x1fsub" -> series_t */
     uint64_t gen;
+    double last_t; /* time of the previous tick; 0 before the first */
 };
 
 /* --------------------------------------------------------------- sampling -- */
 
-static void series_add(admin_metrics_t *m, const char *key, double t, const uint64_t v[4],
-                       bool active)
+static void series_push(series_t *s, double t, const uint64_t v[4])
 {
-    series_t *s = qmap_get(m->series, key);
-    if (!s) {
-        s = calloc(1, sizeof *s);
-        if (!s || qmap_put(m->series, key, s) < 0) {
-            free(s);
-            return;
-        }
-    }
     s->ring[s->head] = (sample_t){t, {v[0], v[1], v[2], v[3]}};
     s->head = (s->head + 1) % METRICS_WINDOW;
     if (s->count < METRICS_WINDOW)
         s->count++;
-    s->seen_gen = m->gen;
-    if (active)
-        s->active_gen = m->gen;
+}
+
+static const sample_t *series_newest(const series_t *s)
+{
+    return &s->ring[(s->head + METRICS_WINDOW - 1) % METRICS_WINDOW];
 }
 
 /* No change over the window: the rate is 0 with or without the series. */
 static bool series_flat(const series_t *s)
 {
-    const sample_t *newest = &s->ring[(s->head + METRICS_WINDOW - 1) % METRICS_WINDOW];
+    const sample_t *newest = series_newest(s);
     const sample_t *oldest = &s->ring[(s->head + METRICS_WINDOW - s->count) % METRICS_WINDOW];
     return memcmp(newest->v, oldest->v, sizeof newest->v) == 0;
 }
@@ -85,7 +79,7 @@ static void series_rates(admin_metrics_t *m, const char *key, double out[4])
     series_t *s = m ? qmap_get(m->series, key) : NULL;
     if (!s || s->count < 2)
         return;
-    const sample_t *newest = &s->ring[(s->head + METRICS_WINDOW - 1) % METRICS_WINDOW];
+    const sample_t *newest = series_newest(s);
     const sample_t *oldest = &s->ring[(s->head + METRICS_WINDOW - s->count) % METRICS_WINDOW];
     double dt = newest->t - oldest->t;
     if (dt <= 0)
@@ -97,75 +91,66 @@ static void series_rates(admin_metrics_t *m, const char *key, double out[4])
 typedef struct sample_pass {
     admin_metrics_t *m;
     double t;
-    const char *topic;
-    bool active; /* the topic has a client */
 } sample_pass_t;
 
-static void sample_sub(const broker_admin_subscription_view_t *v, void *arg)
+/* A topic or subscription whose counters moved since the previous tick (or
+ * a subscription of such a topic). Its series starts with the counters as
+ * they were at the previous tick, so the first movement after a quiet spell
+ * counts too. */
+static void sample_traffic(const broker_admin_traffic_t *v, void *arg)
 {
     sample_pass_t *sp = arg;
-    char key[3 * TOPIC_NAME_MAX];
-    snprintf(key, sizeof key, "%s\x1f%s", sp->topic, v->name);
-    uint64_t c[4] = {0, 0, v->msg_out, v->bytes_out};
-    series_add(sp->m, key, sp->t, c, sp->active);
-}
-
-static void sample_topic(const broker_admin_topic_view_t *v, void *arg)
-{
-    sample_pass_t *sp = arg;
-    uint64_t c[4] = {v->msg_in, v->bytes_in, v->msg_out, v->bytes_out};
-    series_add(sp->m, v->name, sp->t, c, sp->active);
-    sp->topic = v->name;
-    broker_admin_subscriptions(sp->m->a->broker, v->name, sample_sub, sp);
-}
-
-/* A topic with a client, once per tick. */
-static void sample_topic_with_clients(const char *topic, void *arg)
-{
-    sample_pass_t *sp = arg;
-    const series_t *s = qmap_get(sp->m->series, topic);
-    if (!s || s->seen_gen != sp->m->gen)
-        broker_admin_topic(sp->m->a->broker, topic, sample_topic, sp);
-}
-
-/* Topics holding a series but no client this tick (their last samples). */
-static void sample_topics_idle(admin_metrics_t *m, sample_pass_t *sp)
-{
-    size_t n = 0, cap = qmap_size(m->series);
-    char **names = cap ? malloc(cap * sizeof *names) : NULL;
-    qmap_iter_t it = {0};
-    const char *key;
-    void *v;
-    while (names && qmap_next(m->series, &it, &key, &v))
-        if (((series_t *)v)->seen_gen != m->gen && !strchr(key, '\x1f') && n < cap)
-            names[n++] = strdup(key);
-    sp->active = false;
-    for (size_t i = 0; i < n; i++) {
-        if (names[i])
-            broker_admin_topic(m->a->broker, names[i], sample_topic, sp);
-        free(names[i]);
+    admin_metrics_t *m = sp->m;
+    char buf[3 * TOPIC_NAME_MAX];
+    const char *key = v->topic;
+    if (v->sub) {
+        snprintf(buf, sizeof buf, "%s\x1f%s", v->topic, v->sub);
+        key = buf;
     }
-    free(names); /* out of memory: those series are dropped below, rates 0 */
+    series_t *s = qmap_get(m->series, key);
+    if (!s && memcmp(v->now, v->before, sizeof v->now) == 0)
+        return; /* nothing moved and nothing to extend: rate 0 */
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s || qmap_put(m->series, key, s) < 0) {
+            free(s);
+            return;
+        }
+    } else if (s->count > 0 && memcmp(series_newest(s)->v, v->before, sizeof v->before) != 0) {
+        s->count = s->head = 0; /* the topic was loaded again: its counters restarted */
+    }
+    if (s->count == 0 && m->last_t > 0)
+        series_push(s, m->last_t, v->before);
+    series_push(s, sp->t, v->now);
+    s->seen_gen = m->gen;
 }
 
+/* Each tick samples only what moved (broker_admin_traffic_drain); every other
+ * series gets its newest values again (nothing moved), and a series flat over
+ * the window is dropped. A tick therefore costs O(topics active in the last
+ * window), whatever the number of topics and of idle clients. */
 static void metrics_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
     admin_metrics_t *m = w->data;
     m->gen++;
-    sample_pass_t sp = {m, ev_now(loop), NULL, true};
-    broker_admin_topic_names_with_clients(m->a->broker, sample_topic_with_clients, &sp);
-    sample_topics_idle(m, &sp);
+    sample_pass_t sp = {m, ev_now(loop)};
+    broker_admin_traffic_drain(m->a->broker, sample_traffic, &sp);
     qmap_iter_t it = {0};
     const char *key;
     void *v;
     while (qmap_next(m->series, &it, &key, &v)) {
         series_t *s = v;
-        if (s->seen_gen != m->gen || (s->active_gen != m->gen && series_flat(s))) {
+        if (s->seen_gen != m->gen) {
+            series_push(s, sp.t, series_newest(s)->v);
+            s->seen_gen = m->gen;
+        }
+        if (s->count >= 2 && series_flat(s)) {
             qmap_remove(m->series, key);
             free(s);
         }
     }
+    m->last_t = sp.t;
 }
 
 admin_metrics_t *admin_metrics_new(admin_service_t *a)

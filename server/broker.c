@@ -205,6 +205,7 @@ int broker_new(struct ev_loop *loop, const broker_config_t *cfg, md_store_t *md,
     b->md = md;
     b->mlf = mlf;
     b->listen_fd = -1;
+    b->traffic_gen = 1;
     accept_pause_init(&b->accept_pause, loop);
     b->topics = qmap_new();
     b->ns_policies = qmap_new();

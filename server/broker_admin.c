@@ -195,19 +195,28 @@ void broker_admin_topics(broker_t *b, broker_admin_topic_fn fn, void *arg)
     }
 }
 
-void broker_admin_topic_names_with_clients(broker_t *b, void (*fn)(const char *topic, void *arg),
-                                           void *arg)
+void broker_admin_traffic_drain(broker_t *b, broker_admin_traffic_fn fn, void *arg)
 {
-    for (conn_t *c = b->conns; c; c = c->next) {
+    uint64_t gen = b->traffic_gen;
+    topic_t *t = b->traffic_head;
+    b->traffic_head = NULL;
+    b->traffic_gen++; /* every topic and subscription is off the list now */
+    for (; t; t = t->traffic_next) {
+        broker_admin_traffic_t v = {.topic = t->name,
+                                    .now = {t->msg_in, t->bytes_in, t->msg_out, t->bytes_out}};
+        memcpy(v.before, t->traffic_base, sizeof v.before);
+        fn(&v, arg);
         qmap_iter_t it = {0};
-        void *v;
-        while (c->producers && qmap64_next(c->producers, &it, NULL, &v))
-            if (((producer_t *)v)->topic)
-                fn(((producer_t *)v)->topic->name, arg);
-        it = (qmap_iter_t){0};
-        while (c->consumers && qmap64_next(c->consumers, &it, NULL, &v))
-            if (((consumer_t *)v)->sub)
-                fn(((consumer_t *)v)->sub->topic->name, arg);
+        void *sv;
+        while (qmap_next(t->subscriptions, &it, NULL, &sv)) {
+            subscription_t *s = sv;
+            v = (broker_admin_traffic_t){
+                .topic = t->name, .sub = s->name, .now = {0, 0, s->msg_out, s->bytes_out}};
+            bool moved = s->traffic_gen == gen;
+            v.before[2] = moved ? s->traffic_base[0] : s->msg_out;
+            v.before[3] = moved ? s->traffic_base[1] : s->bytes_out;
+            fn(&v, arg);
+        }
     }
 }
 

@@ -106,7 +106,17 @@ typedef struct broker_admin_counts {
     ml_cache_info_t cache;  /* the managed ledgers' entry cache */
 } broker_admin_counts_t;
 
+/* Traffic counters of a topic (sub NULL) or of one of its subscriptions, now
+ * and at the previous broker_admin_traffic_drain (equal: nothing moved).
+ * Order: msg_in, bytes_in, msg_out, bytes_out; a subscription's ins are 0. */
+typedef struct broker_admin_traffic {
+    const char *topic;
+    const char *sub;
+    uint64_t now[4], before[4];
+} broker_admin_traffic_t;
+
 typedef void (*broker_admin_topic_fn)(const broker_admin_topic_view_t *v, void *arg);
+typedef void (*broker_admin_traffic_fn)(const broker_admin_traffic_t *v, void *arg);
 typedef void (*broker_admin_producer_fn)(const broker_admin_producer_view_t *v, void *arg);
 typedef void (*broker_admin_subscription_fn)(const broker_admin_subscription_view_t *v, void *arg);
 typedef void (*broker_admin_consumer_fn)(const broker_admin_consumer_view_t *v, void *arg);
@@ -114,11 +124,12 @@ typedef void (*broker_admin_consumer_fn)(const broker_admin_consumer_view_t *v, 
 void broker_admin_counts(broker_t *b, broker_admin_counts_t *out);
 /* Every loaded (ready) topic. */
 void broker_admin_topics(broker_t *b, broker_admin_topic_fn fn, void *arg);
-/* The name of every topic with a producer or a consumer connected, the only
- * topics whose traffic counters can move; a topic with several clients comes
- * more than once. O(producers + consumers), not O(topics). */
-void broker_admin_topic_names_with_clients(broker_t *b, void (*fn)(const char *topic, void *arg),
-                                           void *arg);
+/* Every topic whose traffic counters moved since the previous call, then each
+ * of its subscriptions; then forgets them. O(topics that moved and their
+ * subscriptions): a topic whose clients are idle costs nothing. Between two
+ * calls a topic not reported kept its counters (or was unloaded: a reloaded
+ * topic counts from 0 again, which shows as before < the last values seen). */
+void broker_admin_traffic_drain(broker_t *b, broker_admin_traffic_fn fn, void *arg);
 /* One loaded topic by full name: 0, or QE_NOT_FOUND when not loaded (fn
  * NULL: only the check). */
 int broker_admin_topic(broker_t *b, const char *topic, broker_admin_topic_fn fn, void *arg);

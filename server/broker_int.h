@@ -53,6 +53,12 @@ struct broker {
     conn_t *conns;               /* doubly linked */
     uint32_t conns_count;
     qmap_t *topics; /* full topic name -> topic_t */
+    /* Topics whose traffic counters moved since the last
+     * broker_admin_traffic_drain: listed iff topic->traffic_gen == traffic_gen
+     * (doubly linked via traffic_prev/next); a drain empties the list by
+     * moving traffic_gen on. Starts at 1 (0 = never listed). */
+    topic_t *traffic_head;
+    uint64_t traffic_gen;
     uint64_t producer_name_seq;
     bool shutting_down;
     broker_done_cb shutdown_cb;
@@ -202,8 +208,11 @@ struct topic {
     qmap_t *subscriptions;   /* name -> subscription_t */
     int busy;                /* pending operations that reference the topic */
     uint64_t producer_epoch; /* topic epoch for exclusive access modes */
-    /* counters since load */
+    /* counters since load; before they move, topic_traffic_moving() */
     uint64_t msg_in, bytes_in, msg_out, bytes_out;
+    uint64_t traffic_gen;     /* == broker->traffic_gen: on the broker's traffic list */
+    uint64_t traffic_base[4]; /* the counters at the last drain (valid while listed) */
+    topic_t *traffic_prev, *traffic_next;
     int64_t last_publish_ms;
     int64_t non_persistent_seq; /* message ids of non-persistent topics */
     /* Pulsar's per-topic histograms (dashboards): bucket counts, as
@@ -257,6 +266,27 @@ void topic_close_all(topic_t *t, broker_done_cb cb, void *arg);
 /* Frees a topic and everything it owns (subscriptions, limits, compaction and
  * dedup state); its producers must be gone and its ledger closed or NULL. */
 void topic_destroy(topic_t *t);
+
+/* Call just before a topic's msg_in/bytes_in/msg_out/bytes_out move: the first
+ * time since the last broker_admin_traffic_drain, remembers them and lists the
+ * topic for the next drain, so that sampling rates costs O(topics that moved),
+ * not O(topics with clients). */
+static inline void topic_traffic_moving(topic_t *t)
+{
+    broker_t *b = t->broker;
+    if (t->traffic_gen == b->traffic_gen)
+        return;
+    t->traffic_gen = b->traffic_gen;
+    t->traffic_base[0] = t->msg_in;
+    t->traffic_base[1] = t->bytes_in;
+    t->traffic_base[2] = t->msg_out;
+    t->traffic_base[3] = t->bytes_out;
+    t->traffic_prev = NULL;
+    t->traffic_next = b->traffic_head;
+    if (b->traffic_head)
+        b->traffic_head->traffic_prev = t;
+    b->traffic_head = t;
+}
 
 /* -------------------------------------------------------------- producers -- */
 
@@ -348,8 +378,10 @@ struct subscription {
     qmap64_t *redelivery_counts;   /* packed position -> count */
     qmap64_t *replay_hashes;       /* Key_Shared: sticky-key hash -> entries held in replay */
     struct subscribe_ctx *waiting; /* SUBSCRIBEs waiting for the cursor to open */
-    uint64_t msg_out, bytes_out;
-    bool replay_stalled; /* the replay set's head cannot go now; read new entries */
+    uint64_t msg_out, bytes_out;   /* before they move, subscription_traffic_moving() */
+    uint64_t traffic_gen;          /* == broker->traffic_gen: traffic_base is valid */
+    uint64_t traffic_base[2];      /* msg_out, bytes_out at the last drain */
+    bool replay_stalled;           /* the replay set's head cannot go now; read new entries */
     /* A non-durable subscription normally goes with its last consumer; after a
      * SEEK it waits (orphan_timer) for the reader to come back to the reset cursor. */
     bool keep_without_consumers;
@@ -366,6 +398,17 @@ struct subscription {
     uint64_t msg_expired;             /* entries expired by TTL or age eviction */
     struct compaction_sub *compacted; /* read_compacted state (compaction.c); NULL: reads as is */
 };
+
+/* Same for a subscription's msg_out/bytes_out (its topic's move with them). */
+static inline void subscription_traffic_moving(subscription_t *s)
+{
+    uint64_t gen = s->topic->broker->traffic_gen;
+    if (s->traffic_gen == gen)
+        return;
+    s->traffic_gen = gen;
+    s->traffic_base[0] = s->msg_out;
+    s->traffic_base[1] = s->bytes_out;
+}
 
 /* Packs a position into 64 bits for the broker's in-memory maps: ledger ids
  * below 2^40 and entry ids below 2^24 (broker_config_load caps

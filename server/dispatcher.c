@@ -420,6 +420,8 @@ static int send_entry(subscription_t *s, consumer_t *cons, const ml_entry_t *e,
     }
     cons->msg_out += (uint64_t)info->num_messages;
     cons->bytes_out += e->data->len;
+    subscription_traffic_moving(s);
+    topic_traffic_moving(s->topic);
     s->msg_out += (uint64_t)info->num_messages;
     s->bytes_out += e->data->len;
     s->topic->msg_out += (uint64_t)info->num_messages;

@@ -260,6 +260,7 @@ static void send_add_done(int rc, ml_pos_t pos, void *arg)
     if (rc >= 0) {
         topic_record_append(s->topic, (double)(clock_mono_us() - s->start_us) / 1000.0, s->bytes);
         broker_send_persisted(s->topic, s->dedup_name, s->highest_sequence_id, pos);
+        topic_traffic_moving(s->topic);
         s->topic->msg_in += (uint64_t)s->num_messages;
         s->topic->bytes_in += s->bytes;
         backlog_quota_on_publish(s->topic); /* may disconnect producers */
@@ -333,6 +334,7 @@ void producer_handle_send(conn_t *c, const Pulsar__Proto__CommandSend *cmd, cons
     if (!t->ml) {
         topic_publish_non_persistent(t, entry, s->num_messages);
         send_receipt(c, s, 0, (int64_t)cmd->sequence_id);
+        topic_traffic_moving(s->topic);
         s->topic->msg_in += (uint64_t)s->num_messages;
         s->topic->bytes_in += s->bytes;
         qbuf_unref(entry);

@@ -62,6 +62,15 @@ static int topic_answer_later(topic_t *t, int rc, topic_ready_cb cb, void *arg)
 void topic_destroy(topic_t *t)
 {
     assert(t->producers == NULL);
+    broker_t *b = t->broker;
+    if (t->traffic_gen == b->traffic_gen) { /* off the traffic list */
+        if (t->traffic_prev)
+            t->traffic_prev->traffic_next = t->traffic_next;
+        else
+            b->traffic_head = t->traffic_next;
+        if (t->traffic_next)
+            t->traffic_next->traffic_prev = t->traffic_prev;
+    }
     dedup_topic_close(t); /* after shutdown: already closed (no-op) */
     limits_topic_free(t);
     compaction_topic_free(t);

@@ -111,6 +111,73 @@ def test_publisher_stats_are_measured(quire):
     client.close()
 
 
+def _topic_stats(quire, topic_local):
+    import json
+    url = f"{quire.web_url}/admin/v2/persistent/public/default/{topic_local}/stats"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def _wait_for(pred, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.25)
+    return pred()
+
+
+def test_rates_follow_traffic_and_quiet(quire):
+    """Topic and subscription rates (/metrics and topic stats) are measured
+    from traffic, fall to 0 once the topic is quiet although its producer and
+    consumer stay connected, and a single burst after the quiet spell counts."""
+    topic_local = f"rates-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://public/default/{topic_local}"
+    t = dict(topic=topic, namespace="public/default", cluster="standalone")
+    client = new_client(quire.service_url)
+    consumer = client.subscribe(topic, "rates-sub")
+    producer = client.create_producer(topic, batching_enabled=False)
+    for _ in range(60):  # ~20 msg/s for 3 s
+        producer.send(b"r" * 200)
+        time.sleep(0.05)
+    for _ in range(60):
+        consumer.acknowledge(consumer.receive(timeout_millis=10000))
+    fams = _families(quire.web_url)
+    assert _value(fams, "pulsar_rate_in", **t) > 5
+    assert _value(fams, "pulsar_rate_out", **t) > 5
+    assert _value(fams, "pulsar_throughput_in", **t) > 5 * 200
+    st = _topic_stats(quire, topic_local)
+    assert st["msgRateIn"] > 5 and st["msgRateOut"] > 5
+    assert st["subscriptions"]["rates-sub"]["msgRateOut"] > 5
+
+    # Quiet, clients connected: the 5-s window empties and the rates read 0.
+    def quiet():
+        f = _families(quire.web_url)
+        return _value(f, "pulsar_rate_in", **t) == 0 and _value(f, "pulsar_rate_out", **t) == 0
+    assert _wait_for(quiet, 15)
+    st = _topic_stats(quire, topic_local)
+    assert st["msgRateIn"] == 0 and st["subscriptions"]["rates-sub"]["msgRateOut"] == 0
+
+    # One burst after the quiet spell: 30 messages show within the window.
+    for _ in range(30):
+        producer.send_async(b"s" * 200, None)
+    producer.flush()
+    for _ in range(30):
+        consumer.acknowledge(consumer.receive(timeout_millis=10000))
+    time.sleep(1.5)  # one sampling tick at least
+    fams = _families(quire.web_url)
+    assert _value(fams, "pulsar_rate_in", **t) > 0
+    assert _value(fams, "pulsar_rate_out", **t) > 0
+    st = _topic_stats(quire, topic_local)
+    # 30 messages over a window of at most 5 s: at least 6 msg/s, at most all of them in 1 s
+    assert 5.9 <= st["msgRateIn"] <= 31, st["msgRateIn"]
+    assert 5.9 <= st["subscriptions"]["rates-sub"]["msgRateOut"] <= 31
+    producer.close()
+    consumer.close()
+    client.close()
+
+
 def test_entry_cache_metrics_follow_reads(quire):
     """The entry cache's metrics: a tailing consumer is served from the cache
     (hits; each entry then evicted as read), a reader of the same entries after
