@@ -338,19 +338,27 @@ def run_topics(srv, perf, tag, n_topics, parallel, idle_s, servers, freeze_on):
     per = 1000
     groups = [(i, min(per, n_topics - i * per)) for i in range((n_topics + per - 1) // per)]
     t0, fails = time.monotonic(), 0
-    while groups:
-        batch, groups = groups[:parallel], groups[parallel:]
-        procs = []
-        for gi, cnt in batch:
+    running = []
+    # `parallel` groups in flight at all times: a group starts as soon as one ends
+    # (waves of `parallel` that each waited for their slowest group left the
+    # server idle at every wave's tail)
+    while groups or running:
+        while groups and len(running) < parallel:
+            (gi, cnt), groups = groups[0], groups[1:]
             # every producer is due one message within the first millisecond; the
             # total stops at cnt, i.e. about one message per topic
             args = ["--topic-prefix", "g-%s-%d" % (tag, gi), "--num-topics", cnt,
                     "--subscription-position", "Earliest", "--rate", cnt * 1000,
                     "--messages", cnt, "--warmup-seconds", 0, "--disable-batching",
                     "--size", 100, "--report-interval-s", 60, "--max-connections", 1]
-            procs.append(perf.start("both", srv.url, args, "g-%s" % srv.label))
-        for p in procs:
-            fails += perf.finish(p, 600)["exit_status"] != 0
+            running.append((perf.start("both", srv.url, args, "g-%s" % srv.label),
+                            time.monotonic()))
+        done = [r for r in running if r[0].poll() is not None or time.monotonic() - r[1] > 600]
+        for r in done:
+            running.remove(r)
+            fails += perf.finish(r[0], 1)["exit_status"] != 0
+        if not done:
+            time.sleep(0.002)
     create_s = time.monotonic() - t0
     busy = smp.stop()
     rss_loaded = proc_rss_mb(srv.pid)
