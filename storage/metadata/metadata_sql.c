@@ -571,9 +571,10 @@ int md_db_exec(md_db_t *d, md_op_t *op)
     /* Every refusal (QE_EXISTS, QE_BAD_VERSION, QE_NOT_FOUND, QE_NOT_EMPTY,
      * QE_TOO_LARGE) is decided before the operation's first write, so a refused
      * operation leaves no trace without a savepoint of its own (a savepoint
-     * copied every page the operation touched into a statement journal: a
-     * fifth of the worker's time when creating topics). What fails after a
-     * write (no memory, I/O) makes the whole transaction unusable. */
+     * copied every page the operation touched into a statement journal; the
+     * worker needed about twice the CPU to create topics with them). What
+     * fails after a write (no memory, I/O) makes the whole transaction
+     * unusable. */
     int64_t changes = sqlite3_total_changes64(d->db);
     int rc = 0;
     switch (op->kind) {
