@@ -144,12 +144,14 @@ int broker_partitions_create(broker_t *b, const topic_name_t *tn, int n, broker_
 
 /* ----------------------------------------------------------------- lookup -- */
 
+/* Holds the canonical name, not a topic_name_t (6 KiB): one lookup runs per
+ * new topic, and the name is parsed again only to create the partitions. */
 typedef struct lookup_ctx {
     broker_t *broker;
-    topic_name_t tn;
     bool may_create;
     broker_partitions_cb cb;
     void *arg;
+    char full[]; /* the topic's canonical name */
 } lookup_ctx_t;
 
 static void lookup_created(int rc, void *arg)
@@ -174,9 +176,12 @@ static void lookup_got(int rc, const void *value, size_t len, const md_stat_t *s
     }
     broker_t *b = ctx->broker;
     if (rc == QE_NOT_FOUND && ctx->may_create && b->cfg.allow_auto_topic_creation &&
-        b->cfg.auto_topic_creation_partitioned && ctx->tn.partition < 0) {
-        rc = broker_partitions_create(b, &ctx->tn, b->cfg.default_num_partitions, lookup_created,
-                                      ctx);
+        b->cfg.auto_topic_creation_partitioned) {
+        topic_name_t tn;
+        rc = topic_name_parse(ctx->full, &tn);
+        if (rc == 0)
+            rc = broker_partitions_create(b, &tn, b->cfg.default_num_partitions, lookup_created,
+                                          ctx);
         if (rc == 0)
             return;
     }
@@ -215,11 +220,12 @@ int broker_partitions_lookup(broker_t *b, const topic_name_t *tn, bool may_creat
     int rc = partitions_path(tn, path, sizeof path);
     if (rc < 0)
         return rc;
-    lookup_ctx_t *ctx = malloc(sizeof *ctx);
+    size_t n = strlen(tn->full) + 1;
+    lookup_ctx_t *ctx = malloc(sizeof *ctx + n);
     if (!ctx)
         return -ENOMEM;
     ctx->broker = b;
-    ctx->tn = *tn;
+    memcpy(ctx->full, tn->full, n);
     ctx->may_create = may_create;
     ctx->cb = cb;
     ctx->arg = arg;

@@ -323,16 +323,13 @@ static void registry_evict(schema_registry_t *r)
 
 int schema_id_of_topic(const char *topic, char *out, size_t cap)
 {
-    topic_name_t *tn = malloc(sizeof *tn);
-    if (!tn)
-        return -ENOMEM;
-    int rc = topic_name_parse(topic, tn);
+    topic_name_t tn;
+    int rc = topic_name_parse(topic, &tn);
     if (rc == 0) {
-        const char *base = strstr(tn->base, "://");
-        base = base ? base + 3 : tn->base;
+        const char *base = strstr(tn.base, "://");
+        base = base ? base + 3 : tn.base;
         rc = (size_t)snprintf(out, cap, "%s", base) < cap ? 0 : QE_TOO_LARGE;
     }
-    free(tn);
     return rc < 0 ? QE_INVALID : 0;
 }
 
@@ -864,12 +861,11 @@ static void topic_schema_deleted(const schema_result_t *res, void *arg)
 
 void schema_registry_delete_topic(broker_t *b, const char *topic)
 {
-    topic_name_t *tn = malloc(sizeof *tn);
+    topic_name_t tn;
     char id[TOPIC_NAME_MAX + 1];
-    if (tn && topic_name_parse(topic, tn) == 0 && tn->partition < 0 &&
+    if (topic_name_parse(topic, &tn) == 0 && tn.partition < 0 &&
         schema_id_of_topic(topic, id, sizeof id) == 0)
         schema_registry_delete(b, id, true, topic_schema_deleted, NULL);
-    free(tn);
 }
 
 /* Operations that need the namespace's policies load them first. */
@@ -1137,16 +1133,15 @@ static void attach_topic_ready(int rc, topic_t *t, void *arg)
         return;
     }
     if (a->enforce_unknown) {
-        topic_name_t *tn = malloc(sizeof *tn);
-        rc = tn ? topic_name_parse(t->name, tn) : -ENOMEM;
+        topic_name_t tn;
+        rc = topic_name_parse(t->name, &tn);
         if (rc == 0) {
             a->topic = t;
             t->busy++;
-            rc = broker_ns_policies_load(a->b, tn->namespace_name, attach_policies_loaded, a);
+            rc = broker_ns_policies_load(a->b, tn.namespace_name, attach_policies_loaded, a);
             if (rc < 0)
                 t->busy--;
         }
-        free(tn);
     } else {
         rc = attach_start(a, t);
     }
@@ -1163,13 +1158,12 @@ static int schema_attach(conn_t *c, const char *topic, bool create, bool produce
     if (wire_schema_none(ps)) {
         /* schemaValidationEnforced: from the cache when the namespace's
          * policies are loaded, else loaded once the topic is (attach_topic_ready). */
-        topic_name_t *tn = producer ? malloc(sizeof *tn) : NULL;
-        if (tn && topic_name_parse(topic, tn) == 0) {
-            const ns_policies_t *p = broker_ns_policies(c->broker, tn->namespace_name);
+        topic_name_t tn;
+        if (producer && topic_name_parse(topic, &tn) == 0) {
+            const ns_policies_t *p = broker_ns_policies(c->broker, tn.namespace_name);
             enforce = p->loaded && p->schema_validation_enforced;
             unknown = !p->loaded;
         }
-        free(tn);
         if (!enforce && !unknown)
             return broker_topic_get(c->broker, topic, create, cb, arg);
     }
