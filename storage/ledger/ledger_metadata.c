@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "common/json_out.h"
 #include "common/log.h"
 #include "storage/ledger/ledger_int.h"
 
@@ -104,34 +105,49 @@ int ledger_md_copy(const ledger_md_t *src, ledger_md_t *dst)
 
 /* ------------------------------------------------------------- encode -- */
 
-static json_t *segment_to_json(const ledger_segment_t *s, int ensemble)
-{
-    json_t *ids = json_array();
-    for (int i = 0; ids && i < ensemble; i++)
-        json_array_append_new(ids, json_string(s->bookies[i]));
-    return json_pack("{s:I,s:I,s:o}", "first_entry_id", (json_int_t)s->first_entry_id,
-                     "length_before", (json_int_t)s->length_before, "bookies", ids);
-}
-
 int ledger_md_encode(const ledger_md_t *md, char **out, size_t *len)
 {
     assert(ledger_quorum_valid(&md->q) && md->nsegments >= 1);
-    json_t *segs = json_array();
-    for (size_t i = 0; segs && i < md->nsegments; i++)
-        json_array_append_new(segs, segment_to_json(&md->segments[i], md->q.ensemble));
-    json_t *root = json_pack(
-        "{s:i,s:i,s:i,s:i,s:s,s:I,s:I,s:I,s:o}", "format", LEDGER_MD_FORMAT, "ensemble_size",
-        md->q.ensemble, "write_quorum", md->q.write_quorum, "ack_quorum", md->q.ack_quorum, "state",
-        ledger_state_name(md->state), "last_entry_id", (json_int_t)md->last_entry_id, "length",
-        (json_int_t)md->length, "ctime_ms", (json_int_t)md->ctime_ms, "segments", segs);
-    if (!root)
-        return -ENOMEM;
-    *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (!*out)
-        return -ENOMEM;
-    *len = strlen(*out);
-    return 0;
+    json_out_t o;
+    jo_init(&o, 256 + md->nsegments * (64 + (size_t)md->q.ensemble * 24));
+    jo_obj(&o);
+    jo_key(&o, "format");
+    jo_int(&o, LEDGER_MD_FORMAT);
+    jo_key(&o, "ensemble_size");
+    jo_int(&o, md->q.ensemble);
+    jo_key(&o, "write_quorum");
+    jo_int(&o, md->q.write_quorum);
+    jo_key(&o, "ack_quorum");
+    jo_int(&o, md->q.ack_quorum);
+    jo_key(&o, "state");
+    jo_str(&o, ledger_state_name(md->state));
+    jo_key(&o, "last_entry_id");
+    jo_int(&o, md->last_entry_id);
+    jo_key(&o, "length");
+    jo_int(&o, (int64_t)md->length);
+    jo_key(&o, "ctime_ms");
+    jo_int(&o, md->ctime_ms);
+    jo_key(&o, "segments");
+    jo_arr(&o);
+    for (size_t i = 0; i < md->nsegments; i++) {
+        const ledger_segment_t *s = &md->segments[i];
+        jo_obj(&o);
+        jo_key(&o, "first_entry_id");
+        jo_int(&o, s->first_entry_id);
+        jo_key(&o, "length_before");
+        jo_int(&o, (int64_t)s->length_before);
+        jo_key(&o, "bookies");
+        jo_arr(&o);
+        for (int b = 0; b < md->q.ensemble; b++)
+            jo_str(&o, s->bookies[b]);
+        jo_end(&o);
+        jo_end(&o);
+    }
+    jo_end(&o);
+    jo_end(&o);
+    int rc;
+    *out = jo_finish(&o, len, &rc);
+    return rc;
 }
 
 /* ------------------------------------------------------------- decode -- */

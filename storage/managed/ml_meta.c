@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "common/json_out.h"
 #include "common/log.h"
 #include "storage/managed/managed_int.h"
 
@@ -123,27 +124,42 @@ int ml_post_done(managed_ledger_t *ml, ml_done_cb cb, void *arg, int rc)
 
 char *ml_md_encode(const ml_ledger_list_t *l, const json_t *properties, size_t *len)
 {
-    json_t *root = json_object(), *arr = json_array();
-    if (!root || !arr) {
-        json_decref(root);
-        json_decref(arr);
-        return NULL;
-    }
-    json_object_set_new(root, "version", json_integer(ML_MD_FORMAT_VERSION));
+    json_out_t o;
+    jo_init(&o, 96 + l->n * 96);
+    jo_obj(&o);
+    jo_key(&o, "version");
+    jo_int(&o, ML_MD_FORMAT_VERSION);
+    jo_key(&o, "ledgers");
+    jo_arr(&o);
     for (size_t i = 0; i < l->n; i++) {
         const ml_ledger_info_t *li = &l->v[i];
-        json_array_append_new(
-            arr, json_pack("{s:I,s:I,s:I,s:I}", "ledger_id", (json_int_t)li->ledger_id, "entries",
-                           (json_int_t)li->entries, "size_bytes", (json_int_t)li->size_bytes,
-                           "closed_ms", (json_int_t)li->closed_ms));
+        jo_obj(&o);
+        jo_key(&o, "ledger_id");
+        jo_int(&o, li->ledger_id);
+        jo_key(&o, "entries");
+        jo_int(&o, li->entries);
+        jo_key(&o, "size_bytes");
+        jo_int(&o, li->size_bytes);
+        jo_key(&o, "closed_ms");
+        jo_int(&o, li->closed_ms);
+        jo_end(&o);
     }
-    json_object_set_new(root, "ledgers", arr);
-    json_object_set(root, "properties", (json_t *)properties);
-    char *s = json_dumps(root, JSON_COMPACT);
-    json_decref(root);
-    if (s)
-        *len = strlen(s);
-    return s;
+    jo_end(&o);
+    if (properties) {
+        jo_key(&o, "properties");
+        if (json_object_size(properties) == 0) {
+            jo_raw(&o, "{}", 2);
+        } else {
+            char *p = json_dumps(properties, JSON_COMPACT);
+            if (!p && !o.err)
+                o.err = -ENOMEM;
+            if (p)
+                jo_raw(&o, p, strlen(p));
+            free(p);
+        }
+    }
+    jo_end(&o);
+    return jo_finish(&o, len, NULL);
 }
 
 static int decode_ledger(json_t *item, ml_ledger_list_t *l)

@@ -185,6 +185,7 @@ void register_config_suite(void);
 void register_hashmap_suite(void);
 void register_hist_suite(void);
 void register_accept_pause_suite(void);
+void register_json_out_suite(void);
 
 static void register_suites(void)
 {
@@ -192,6 +193,7 @@ static void register_suites(void)
     register_hashmap_suite();
     register_hist_suite();
     register_accept_pause_suite();
+    register_json_out_suite();
     CU_pSuite s = CU_add_suite("common", NULL, NULL);
     CU_add_test(s, "crc32c vectors", test_crc32c_vectors);
     CU_add_test(s, "crc32c incremental hw/sw", test_crc32c_incremental_matches_hw_sw);

@@ -6,6 +6,7 @@
  * Every wait is bounded (test_run_until); assertions are on content, order and
  * counts, never on elapsed time.
  */
+#include <jansson.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -990,6 +991,63 @@ static void test_id_block_follows_burst(void)
     env_teardown(&t);
 }
 
+/* The text the encoder wrote when it built a jansson tree (format 1): the
+ * stored documents must not change with the encoder. */
+static char *md_text_by_jansson(const ledger_md_t *md)
+{
+    json_t *segs = json_array();
+    for (size_t i = 0; i < md->nsegments; i++) {
+        json_t *ids = json_array();
+        for (int b = 0; b < md->q.ensemble; b++)
+            json_array_append_new(ids, json_string(md->segments[i].bookies[b]));
+        json_array_append_new(segs,
+                              json_pack("{s:I,s:I,s:o}", "first_entry_id",
+                                        (json_int_t)md->segments[i].first_entry_id, "length_before",
+                                        (json_int_t)md->segments[i].length_before, "bookies", ids));
+    }
+    json_t *root = json_pack(
+        "{s:i,s:i,s:i,s:i,s:s,s:I,s:I,s:I,s:o}", "format", 1, "ensemble_size", md->q.ensemble,
+        "write_quorum", md->q.write_quorum, "ack_quorum", md->q.ack_quorum, "state",
+        ledger_state_name(md->state), "last_entry_id", (json_int_t)md->last_entry_id, "length",
+        (json_int_t)md->length, "ctime_ms", (json_int_t)md->ctime_ms, "segments", segs);
+    char *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    return out;
+}
+
+static void test_metadata_text_unchanged(void)
+{
+    char rows[4][LEDGER_ENSEMBLE_MAX][LEDGER_BOOKIE_ID_MAX];
+    ledger_segment_t segs[4];
+    unsigned seed = 7;
+    for (int round = 0; round < 200; round++) {
+        int e = 1 + (int)(rand_r(&seed) % LEDGER_ENSEMBLE_MAX);
+        int qw = 1 + (int)(rand_r(&seed) % (unsigned)e);
+        ledger_md_t md = {.q = {e, qw, 1 + (int)(rand_r(&seed) % (unsigned)qw)},
+                          .state = (int)(rand_r(&seed) % (LEDGER_STATE_CLOSED + 1)),
+                          .last_entry_id = round % 3 == 0 ? -1 : (int64_t)rand_r(&seed) << 20,
+                          .length = (uint64_t)rand_r(&seed) << 12,
+                          .ctime_ms = 1700000000000 + round};
+        md.nsegments = 1 + (size_t)(rand_r(&seed) % 4);
+        for (size_t i = 0; i < md.nsegments; i++) {
+            segs[i] = (ledger_segment_t){
+                .first_entry_id = (int64_t)i * 1000, .length_before = i * 7777, .bookies = rows[i]};
+            for (int b = 0; b < e; b++)
+                snprintf(rows[i][b], LEDGER_BOOKIE_ID_MAX, "bookie-%d.example:%d", b,
+                         3181 + (int)i);
+        }
+        md.segments = segs;
+        char *mine = NULL, *theirs = md_text_by_jansson(&md);
+        size_t len = 0;
+        TEST_REQUIRE(theirs != NULL);
+        TEST_REQUIRE(ledger_md_encode(&md, &mine, &len) == 0);
+        CU_ASSERT_EQUAL(len, strlen(mine));
+        CU_ASSERT_STRING_EQUAL(mine, theirs);
+        free(mine);
+        free(theirs);
+    }
+}
+
 static void test_metadata_encoding(void)
 {
     ledger_md_t md = {.q = {3, 2, 2},
@@ -1302,6 +1360,7 @@ static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("ledger", NULL, NULL);
     CU_add_test(s, "metadata encoding", test_metadata_encoding);
+    CU_add_test(s, "metadata text unchanged", test_metadata_text_unchanged);
     CU_add_test(s, "striping and metadata", test_striping_and_metadata);
     CU_add_test(s, "ensembles spread", test_ensembles_spread);
     CU_add_test(s, "in-order callbacks, out-of-order acks", test_in_order_with_out_of_order_acks);

@@ -5,6 +5,7 @@
  * after a crash (a SIGKILLed child), cursor persistence with holes and batch
  * acks, retention trimming, reset, non-durable cursors and cache-served tailing.
  */
+#include <jansson.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1174,9 +1175,66 @@ static void test_fenced_by_second_owner(void)
     free(dir);
 }
 
+/* The managed-ledger document as the encoder wrote it when it built a jansson
+ * tree: the stored text must not change with the encoder. */
+static char *ml_text_by_jansson(const ml_ledger_list_t *l, json_t *properties)
+{
+    json_t *root = json_object(), *arr = json_array();
+    json_object_set_new(root, "version", json_integer(1)); /* ML_MD_FORMAT_VERSION */
+    for (size_t i = 0; i < l->n; i++)
+        json_array_append_new(arr, json_pack("{s:I,s:I,s:I,s:I}", "ledger_id",
+                                             (json_int_t)l->v[i].ledger_id, "entries",
+                                             (json_int_t)l->v[i].entries, "size_bytes",
+                                             (json_int_t)l->v[i].size_bytes, "closed_ms",
+                                             (json_int_t)l->v[i].closed_ms));
+    json_object_set_new(root, "ledgers", arr);
+    json_object_set(root, "properties", properties);
+    char *s = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return s;
+}
+
+static void test_metadata_text_unchanged(void)
+{
+    json_t *props[] = {json_object(),
+                       json_pack("{s:s,s:s}", "owner", "caf\xc3\xa9 \"q\"", "k/2", "v\n"), NULL};
+    for (size_t n = 0; n <= 3; n++) {
+        for (size_t p = 0; p < sizeof props / sizeof props[0]; p++) {
+            ml_ledger_list_t l = {0};
+            for (size_t i = 0; i < n; i++) {
+                TEST_REQUIRE(ml_list_append(&l, (int64_t)(i * 10 + 3)) == 0);
+                l.v[i].entries = i == n - 1 ? 0 : (int64_t)(i + 1) * 1000;
+                l.v[i].size_bytes = (int64_t)i * 123456789;
+                l.v[i].closed_ms = i == n - 1 ? 0 : 1700000000000 + (int64_t)i;
+            }
+            size_t len = 0;
+            char *mine = ml_md_encode(&l, props[p], &len);
+            char *theirs = ml_text_by_jansson(&l, props[p]);
+            TEST_REQUIRE(mine && theirs);
+            CU_ASSERT_EQUAL(len, strlen(mine));
+            CU_ASSERT_STRING_EQUAL(mine, theirs);
+            if (props[p]) { /* and it reads back */
+                ml_ledger_list_t back = {0};
+                json_t *bp = NULL;
+                CU_ASSERT_EQUAL(ml_md_decode(mine, len, &back, &bp), 0);
+                CU_ASSERT_EQUAL(back.n, n);
+                CU_ASSERT_TRUE(json_equal(bp, props[p]));
+                json_decref(bp);
+                ml_list_free(&back);
+            }
+            free(mine);
+            free(theirs);
+            ml_list_free(&l);
+        }
+    }
+    json_decref(props[0]);
+    json_decref(props[1]);
+}
+
 void register_managed_suite(void)
 {
     CU_pSuite s = CU_add_suite("managed", NULL, NULL);
+    CU_add_test(s, "metadata text unchanged", test_metadata_text_unchanged);
     CU_add_test(s, "append and read across rollovers", test_append_read_across_rollovers);
     CU_add_test(s, "reopen after close, delete", test_reopen_after_close);
     CU_add_test(s, "reopen after crash", test_reopen_after_crash);
