@@ -27,6 +27,7 @@
 #include "common/errors.h"
 #include "server/codec/commands.h"
 #include "server/codec/frame.h"
+#include "server/codec/varint.h"
 #include "tools/quire_perf.h"
 
 /* Bound on a decompressed entry: a batch is at most a few max-size messages. */
@@ -384,27 +385,11 @@ static uint32_t rd32(const uint8_t *p)
  * The bytes are protobuf-c's (fields in number order): partition_key (2),
  * payload_size (3), sequence_id (8). tests/unit/perf checks them against
  * protobuf-c both ways. */
-static size_t varint_put(uint8_t *p, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (uint8_t)v;
-    return n;
-}
-
 static int varint_get(const uint8_t *p, size_t len, size_t *o, uint64_t *v)
 {
-    *v = 0;
-    for (int shift = 0; shift < 64 && *o < len; shift += 7) {
-        uint8_t c = p[(*o)++];
-        *v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80))
-            return 0;
-    }
-    return QE_CORRUPT;
+    size_t n = pb_varint_get(p + *o, len - *o, v);
+    *o += n;
+    return n ? 0 : QE_CORRUPT;
 }
 
 /* Upper bound of smm_encode's output for a key of klen bytes. */
@@ -416,14 +401,14 @@ size_t perf_smm_encode(uint8_t *p, const char *key, size_t payload_size, uint64_
     if (key) {
         size_t k = strlen(key);
         p[n++] = 2 << 3 | 2;
-        n += varint_put(p + n, k);
+        n += pb_varint_put(p + n, k);
         memcpy(p + n, key, k);
         n += k;
     }
     p[n++] = 3 << 3 | 0;
-    n += varint_put(p + n, (uint64_t)(int64_t)(int32_t)payload_size); /* int32: sign-extended */
+    n += pb_varint_put(p + n, (uint64_t)(int64_t)(int32_t)payload_size); /* int32: sign-extended */
     p[n++] = 8 << 3 | 0;
-    n += varint_put(p + n, seq);
+    n += pb_varint_put(p + n, seq);
     return n;
 }
 

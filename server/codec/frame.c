@@ -21,6 +21,7 @@
 
 #include "common/crc32c.h"
 #include "common/errors.h"
+#include "server/codec/varint.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -116,6 +117,131 @@ static int frame_budget_error(const frame_budget_t *b)
     return QE_CORRUPT;
 }
 
+/* ------------------------------------------------- the BaseCommand wrapper */
+
+/* A BaseCommand is, in all the broker writes and stock clients send, its
+ * required type (field 1) and the one message field whose number is that
+ * type. protobuf-c packs, sizes, checks, unpacks and frees it by walking all
+ * of its ~70 field descriptors: that walk was a third of the loop thread's
+ * instructions while creating topics. A command of that plain shape is
+ * wrapped and unwrapped here, with protobuf-c doing only the inner message;
+ * the bytes are the ones protobuf-c writes (fields in number order). Any
+ * other shape (unknown fields, a second message set, repeated fields) takes
+ * protobuf-c's generic path. */
+
+/* The message field that type names, or NULL. */
+static const ProtobufCFieldDescriptor *type_field(uint64_t type)
+{
+    if (type < 2 || type > INT32_MAX)
+        return NULL;
+    const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(
+        &pulsar__proto__base_command__descriptor, (unsigned)type);
+    return fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd : NULL;
+}
+
+static ProtobufCMessage **field_slot(const Pulsar__Proto__BaseCommand *cmd,
+                                     const ProtobufCFieldDescriptor *fd)
+{
+    return (ProtobufCMessage **)((char *)cmd + fd->offset);
+}
+
+typedef struct cmd_shape {
+    bool plain;                  /* type and its own message only */
+    const ProtobufCMessage *sub; /* that message (NULL: a PING/PONG without it) */
+    uint32_t field;
+    size_t sub_size;
+    size_t size; /* of the packed BaseCommand */
+} cmd_shape_t;
+
+static bool cmd_shape_plain(const Pulsar__Proto__BaseCommand *cmd, cmd_shape_t *s)
+{
+    const ProtobufCMessageDescriptor *d = &pulsar__proto__base_command__descriptor;
+    const ProtobufCFieldDescriptor *fd = type_field((uint64_t)(int64_t)cmd->type);
+    if (!fd || cmd->base.n_unknown_fields)
+        return false;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE) {
+            if (f->id != 1)
+                return false; /* a field this code does not write */
+        } else if (f != fd && *field_slot(cmd, f)) {
+            return false;
+        }
+    }
+    s->sub = *field_slot(cmd, fd);
+    if (s->sub ? !protobuf_c_message_check(s->sub)
+               : cmd->type != PULSAR__PROTO__BASE_COMMAND__TYPE__PING &&
+                     cmd->type != PULSAR__PROTO__BASE_COMMAND__TYPE__PONG)
+        return false;
+    s->field = fd->id;
+    s->sub_size = s->sub ? protobuf_c_message_get_packed_size(s->sub) : 0;
+    s->size = 1 + pb_varint_size((uint64_t)cmd->type);
+    if (s->sub)
+        s->size +=
+            pb_varint_size((uint64_t)s->field << 3 | 2) + pb_varint_size(s->sub_size) + s->sub_size;
+    s->plain = true;
+    return true;
+}
+
+bool frame_command_plain(const Pulsar__Proto__BaseCommand *cmd)
+{
+    cmd_shape_t s;
+    return cmd_shape_plain(cmd, &s);
+}
+
+/* Unpacks a plain command: 0 with *out, 1 if data is not of the plain shape
+ * (the caller unpacks it generically), or the error. */
+static int unpack_plain(frame_budget_t *b, size_t len, const uint8_t *data,
+                        Pulsar__Proto__BaseCommand **out)
+{
+    uint64_t type = 0, key, sub_len = 0;
+    bool has_type = false;
+    const uint8_t *sub = NULL;
+    uint32_t sub_field = 0;
+    size_t o = 0;
+    while (o < len) {
+        size_t n = pb_varint_get(data + o, len - o, &key);
+        if (n == 0)
+            return 1;
+        o += n;
+        if (key == (1 << 3 | 0) && !has_type) {
+            n = pb_varint_get(data + o, len - o, &type);
+            has_type = true;
+        } else if ((key & 7) == 2 && key >> 3 > 1 && key >> 3 <= UINT32_MAX && !sub) {
+            n = pb_varint_get(data + o, len - o, &sub_len);
+            if (n == 0 || sub_len > len - o - n)
+                return 1;
+            sub = data + o + n;
+            sub_field = (uint32_t)(key >> 3);
+            n += (size_t)sub_len;
+        } else {
+            return 1;
+        }
+        if (n == 0)
+            return 1;
+        o += n;
+    }
+    const ProtobufCFieldDescriptor *fd = has_type ? type_field(type) : NULL;
+    if (!fd || (sub && sub_field != fd->id))
+        return 1;
+    Pulsar__Proto__BaseCommand *cmd = b->alloc.alloc(b, sizeof *cmd);
+    if (!cmd)
+        return frame_budget_error(b);
+    pulsar__proto__base_command__init(cmd);
+    cmd->type = (Pulsar__Proto__BaseCommand__Type)type;
+    if (sub) {
+        ProtobufCMessage *m =
+            protobuf_c_message_unpack(fd->descriptor, &b->alloc, (size_t)sub_len, sub);
+        if (!m) {
+            free(cmd);
+            return frame_budget_error(b);
+        }
+        *field_slot(cmd, fd) = m;
+    }
+    *out = cmd;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- decoding */
 
 int frame_peek_size(const uint8_t *buf, size_t len, size_t max_frame_bytes, size_t *need)
@@ -197,9 +323,15 @@ static int frame_decode_parts(const uint8_t *head, size_t head_len, const uint8_
     frame_t f = {.frame_len = head_len + rest_len};
     frame_budget_t b;
     frame_budget_init(&b, cmd_size);
-    f.cmd = pulsar__proto__base_command__unpack(&b.alloc, cmd_size, head + FRAME_PREFIX_BYTES);
-    if (!f.cmd)
-        return frame_budget_error(&b);
+    int prc = unpack_plain(&b, cmd_size, head + FRAME_PREFIX_BYTES, &f.cmd);
+    if (prc < 0)
+        return prc;
+    f.cmd_plain = prc == 0;
+    if (prc == 1) {
+        f.cmd = pulsar__proto__base_command__unpack(&b.alloc, cmd_size, head + FRAME_PREFIX_BYTES);
+        if (!f.cmd)
+            return frame_budget_error(&b);
+    }
     int rc = frame_check_type(f.cmd);
     if (rc == 0) {
         if (f.cmd->type == PULSAR__PROTO__BASE_COMMAND__TYPE__SEND ||
@@ -270,8 +402,14 @@ int frame_decode_split(const uint8_t *head, size_t head_len, const uint8_t *rest
 
 void frame_free(frame_t *f)
 {
-    if (f->cmd)
+    if (f->cmd && f->cmd_plain) {
+        const ProtobufCFieldDescriptor *fd = type_field((uint64_t)(int64_t)f->cmd->type);
+        if (fd && *field_slot(f->cmd, fd))
+            protobuf_c_message_free_unpacked(*field_slot(f->cmd, fd), &frame_plain_allocator);
+        free(f->cmd);
+    } else if (f->cmd) {
         pulsar__proto__base_command__free_unpacked(f->cmd, &frame_plain_allocator);
+    }
     memset(f, 0, sizeof *f);
 }
 
@@ -345,17 +483,38 @@ int frame_verify_checksum(const uint8_t *slice, size_t len)
 
 /* ---------------------------------------------------------------- encoding */
 
-/* Packed size of a command whose required fields are all set, or 0. */
-static size_t frame_checked_size(const Pulsar__Proto__BaseCommand *cmd)
+/* Packed size of a command whose required fields are all set, or 0; *s says
+ * how command_pack packs it. */
+static size_t frame_checked_size(const Pulsar__Proto__BaseCommand *cmd, cmd_shape_t *s)
 {
+    if (cmd && cmd_shape_plain(cmd, s))
+        return s->size;
+    s->plain = false;
     if (!cmd || !protobuf_c_message_check(&cmd->base) || frame_check_type(cmd) != 0)
         return 0;
     return pulsar__proto__base_command__get_packed_size(cmd);
 }
 
+static size_t command_pack(const Pulsar__Proto__BaseCommand *cmd, const cmd_shape_t *s,
+                           uint8_t *out)
+{
+    if (!s->plain)
+        return pulsar__proto__base_command__pack(cmd, out);
+    size_t o = 0;
+    out[o++] = 1 << 3 | 0;
+    o += pb_varint_put(out + o, (uint64_t)cmd->type);
+    if (s->sub) {
+        o += pb_varint_put(out + o, (uint64_t)s->field << 3 | 2);
+        o += pb_varint_put(out + o, s->sub_size);
+        o += protobuf_c_message_pack(s->sub, out + o);
+    }
+    return o;
+}
+
 int frame_encode_command(const Pulsar__Proto__BaseCommand *cmd, qbuf_t **out)
 {
-    size_t size = frame_checked_size(cmd);
+    cmd_shape_t shape;
+    size_t size = frame_checked_size(cmd, &shape);
     if (size == 0)
         return QE_INVALID;
     if (size > QBUF_MAX - FRAME_PREFIX_BYTES)
@@ -365,7 +524,7 @@ int frame_encode_command(const Pulsar__Proto__BaseCommand *cmd, qbuf_t **out)
         return -ENOMEM;
     frame_wr32(b->data, (uint32_t)(4 + size));
     frame_wr32(b->data + 4, (uint32_t)size);
-    size_t packed = pulsar__proto__base_command__pack(cmd, b->data + FRAME_PREFIX_BYTES);
+    size_t packed = command_pack(cmd, &shape, b->data + FRAME_PREFIX_BYTES);
     if (packed != size) {
         qbuf_unref(b);
         return QE_INVALID;
@@ -383,7 +542,10 @@ static bool frame_stored_has_checksum(const uint8_t *stored, size_t stored_len)
 size_t frame_message_header_size(const Pulsar__Proto__BaseCommand *cmd, size_t bem_len,
                                  const uint8_t *stored, size_t stored_len)
 {
-    size_t n = FRAME_PREFIX_BYTES + pulsar__proto__base_command__get_packed_size(cmd);
+    cmd_shape_t shape;
+    size_t n = FRAME_PREFIX_BYTES + (cmd_shape_plain(cmd, &shape)
+                                         ? shape.size
+                                         : pulsar__proto__base_command__get_packed_size(cmd));
     if (bem_len > 0)
         n += 6 + bem_len;
     if (!frame_stored_has_checksum(stored, stored_len))
@@ -395,7 +557,8 @@ int frame_encode_message_header_bem(const Pulsar__Proto__BaseCommand *cmd, const
                                     size_t bem_len, const uint8_t *stored, size_t stored_len,
                                     uint8_t *hdr, size_t hdr_cap, size_t *hdr_len)
 {
-    size_t size = frame_checked_size(cmd);
+    cmd_shape_t shape;
+    size_t size = frame_checked_size(cmd, &shape);
     if (size == 0 || !stored || stored_len < 4 || (bem_len > 0 && !bem))
         return QE_INVALID;
     if (frame_rd16(stored) == FRAME_MAGIC_BROKER_ENTRY_METADATA)
@@ -416,7 +579,7 @@ int frame_encode_message_header_bem(const Pulsar__Proto__BaseCommand *cmd, const
     frame_wr32(hdr, (uint32_t)total);
     frame_wr32(hdr + 4, (uint32_t)size);
     size_t o = FRAME_PREFIX_BYTES;
-    o += pulsar__proto__base_command__pack(cmd, hdr + o);
+    o += command_pack(cmd, &shape, hdr + o);
     if (bem_len > 0) {
         frame_wr16(hdr + o, FRAME_MAGIC_BROKER_ENTRY_METADATA);
         frame_wr32(hdr + o + 2, (uint32_t)bem_len);
@@ -444,7 +607,8 @@ int frame_encode_payload(const Pulsar__Proto__BaseCommand *cmd,
                          const Pulsar__Proto__MessageMetadata *md, const uint8_t *payload,
                          size_t payload_len, bool with_checksum, qbuf_t **out)
 {
-    size_t size = frame_checked_size(cmd);
+    cmd_shape_t shape;
+    size_t size = frame_checked_size(cmd, &shape);
     if (size == 0 || !md || !protobuf_c_message_check(&md->base) || (payload_len && !payload))
         return QE_INVALID;
     size_t meta = pulsar__proto__message_metadata__get_packed_size(md);
@@ -460,7 +624,7 @@ int frame_encode_payload(const Pulsar__Proto__BaseCommand *cmd,
     uint8_t *p = b->data;
     frame_wr32(p, (uint32_t)(n - 4));
     frame_wr32(p + 4, (uint32_t)size);
-    size_t o = FRAME_PREFIX_BYTES + pulsar__proto__base_command__pack(cmd, p + FRAME_PREFIX_BYTES);
+    size_t o = FRAME_PREFIX_BYTES + command_pack(cmd, &shape, p + FRAME_PREFIX_BYTES);
     size_t crc_at = o;
     o += crc_block;
     frame_wr32(p + o, (uint32_t)meta);

@@ -82,6 +82,7 @@ typedef struct frame {
     size_t broker_entry_metadata_len;
     bool has_checksum; /* the 0x0e01 block is present */
     bool checksum_ok;  /* it matched (false when absent) */
+    bool cmd_plain;    /* cmd holds only its type's message (frame_free frees that) */
 } frame_t;
 
 /* Decodes one frame from the front of buf[0..len).
@@ -134,6 +135,9 @@ int frame_verify_checksum(const uint8_t *slice, size_t len);
 /* Encodes a simple frame. Checks required fields first (QE_INVALID if one is
  * missing). *out is a new buffer with one reference, owned by the caller. */
 int frame_encode_command(const Pulsar__Proto__BaseCommand *cmd, qbuf_t **out);
+/* Whether cmd has the plain shape (its type and that type's message, nothing
+ * else) that the encoder wraps by hand instead of through protobuf-c. */
+bool frame_command_plain(const Pulsar__Proto__BaseCommand *cmd);
 
 /* Bytes frame_encode_message_header will write for these arguments. */
 size_t frame_message_header_size(const Pulsar__Proto__BaseCommand *cmd, size_t bem_len,

@@ -535,6 +535,168 @@ static void test_message_header_plus_stored(void)
                     QE_INVALID);
 }
 
+/* A message of descriptor d with every required field set (recursively) and,
+ * at the top, every optional scalar and string too. Owned: strings and bytes
+ * are malloc'd, so protobuf_c_message_free_unpacked(m, NULL) frees it. */
+static ProtobufCMessage *filled(const ProtobufCMessageDescriptor *d, int depth)
+{
+    ProtobufCMessage *m = calloc(1, d->sizeof_message);
+    d->message_init(m);
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        bool required = f->label == PROTOBUF_C_LABEL_REQUIRED;
+        bool optional = f->label == PROTOBUF_C_LABEL_OPTIONAL && depth == 0 &&
+                        f->type != PROTOBUF_C_TYPE_MESSAGE;
+        if (!required && !optional)
+            continue;
+        void *v = (char *)m + f->offset;
+        switch (f->type) {
+        case PROTOBUF_C_TYPE_ENUM:
+            *(int *)v = ((const ProtobufCEnumDescriptor *)f->descriptor)->values[0].value;
+            break;
+        case PROTOBUF_C_TYPE_INT32:
+        case PROTOBUF_C_TYPE_SINT32:
+        case PROTOBUF_C_TYPE_SFIXED32:
+        case PROTOBUF_C_TYPE_UINT32:
+        case PROTOBUF_C_TYPE_FIXED32:
+            *(uint32_t *)v = 300 + i;
+            break;
+        case PROTOBUF_C_TYPE_INT64:
+        case PROTOBUF_C_TYPE_SINT64:
+        case PROTOBUF_C_TYPE_SFIXED64:
+        case PROTOBUF_C_TYPE_UINT64:
+        case PROTOBUF_C_TYPE_FIXED64:
+            *(uint64_t *)v = 1234567890123ull + i;
+            break;
+        case PROTOBUF_C_TYPE_BOOL:
+            *(protobuf_c_boolean *)v = 1;
+            break;
+        case PROTOBUF_C_TYPE_FLOAT:
+            *(float *)v = 1.5f;
+            break;
+        case PROTOBUF_C_TYPE_DOUBLE:
+            *(double *)v = 2.5;
+            break;
+        case PROTOBUF_C_TYPE_STRING:
+            *(char **)v = strdup("persistent://t/n/x");
+            break;
+        case PROTOBUF_C_TYPE_BYTES:
+            ((ProtobufCBinaryData *)v)->data = (uint8_t *)strdup("bytes");
+            ((ProtobufCBinaryData *)v)->len = 5;
+            break;
+        case PROTOBUF_C_TYPE_MESSAGE:
+            *(ProtobufCMessage **)v = filled(f->descriptor, depth + 1);
+            break;
+        }
+        if (f->quantifier_offset && f->label == PROTOBUF_C_LABEL_OPTIONAL &&
+            f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE)
+            *(protobuf_c_boolean *)((char *)m + f->quantifier_offset) = 1;
+    }
+    return m;
+}
+
+/* Every command type, in the plain shape (its type and its own message): the
+ * wrapper writes what protobuf-c writes, and reads it back as protobuf-c does. */
+static void test_plain_commands_as_protobuf_c(void)
+{
+    const ProtobufCMessageDescriptor *d = &pulsar__proto__base_command__descriptor;
+    unsigned types = 0;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *fd = &d->fields[i];
+        if (fd->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
+        Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+        cmd.type = (Pulsar__Proto__BaseCommand__Type)fd->id;
+        ProtobufCMessage *sub = filled(fd->descriptor, 0);
+        *(ProtobufCMessage **)((char *)&cmd + fd->offset) = sub;
+        CU_ASSERT_TRUE(frame_command_plain(&cmd));
+        size_t n = pulsar__proto__base_command__get_packed_size(&cmd);
+        uint8_t *want = malloc(n);
+        TEST_REQUIRE(pulsar__proto__base_command__pack(&cmd, want) == n);
+        qbuf_t *b = NULL;
+        TEST_REQUIRE(frame_encode_command(&cmd, &b) == 0);
+        CU_ASSERT_EQUAL(b->len, 8 + n);
+        CU_ASSERT_EQUAL(memcmp(b->data + 8, want, n), 0);
+        if (cmd.type != PULSAR__PROTO__BASE_COMMAND__TYPE__SEND &&
+            cmd.type != PULSAR__PROTO__BASE_COMMAND__TYPE__MESSAGE) { /* no payload here */
+            frame_t f;
+            size_t used = 0;
+            TEST_REQUIRE(frame_decode(b->data, b->len, MAXF, &f, &used) == 0);
+            CU_ASSERT_TRUE(f.cmd_plain);
+            CU_ASSERT_EQUAL(f.cmd->type, cmd.type);
+            uint8_t *again = malloc(n);
+            CU_ASSERT_EQUAL(pulsar__proto__base_command__get_packed_size(f.cmd), n);
+            TEST_REQUIRE(pulsar__proto__base_command__pack(f.cmd, again) == n);
+            CU_ASSERT_EQUAL(memcmp(again, want, n), 0);
+            free(again);
+            frame_free(&f);
+        }
+        qbuf_unref(b);
+        free(want);
+        protobuf_c_message_free_unpacked(sub, NULL);
+        types++;
+    }
+    CU_ASSERT_TRUE(types >= 40);
+}
+
+/* Commands of any other shape take protobuf-c's generic path both ways. */
+static void test_other_shapes_generic(void)
+{
+    /* Two messages set: both are written and read back. */
+    Pulsar__Proto__CommandSuccess ok = PULSAR__PROTO__COMMAND_SUCCESS__INIT;
+    Pulsar__Proto__CommandError err = PULSAR__PROTO__COMMAND_ERROR__INIT;
+    err.message = "m";
+    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__SUCCESS;
+    cmd.success = &ok;
+    cmd.error = &err;
+    CU_ASSERT_FALSE(frame_command_plain(&cmd));
+    qbuf_t *b = NULL;
+    TEST_REQUIRE(frame_encode_command(&cmd, &b) == 0);
+    frame_t f;
+    size_t used = 0;
+    TEST_REQUIRE(frame_decode(b->data, b->len, MAXF, &f, &used) == 0);
+    CU_ASSERT_FALSE(f.cmd_plain);
+    CU_ASSERT_PTR_NOT_NULL(f.cmd->success);
+    TEST_REQUIRE(f.cmd->error != NULL);
+    CU_ASSERT_STRING_EQUAL(f.cmd->error->message, "m");
+    frame_free(&f);
+    qbuf_unref(b);
+
+    /* A plain command followed by a field unknown to this schema (field 4000,
+     * varint 1) or by a second type: read generically, unknown field kept. */
+    cmd.error = NULL;
+    TEST_REQUIRE(frame_encode_command(&cmd, &b) == 0);
+    const uint8_t tails[][4] = {{0x80, 0xfa, 0x01, 0x01}, {0x08, 0x0d}};
+    const size_t tail_len[] = {4, 2};
+    for (int t = 0; t < 2; t++) {
+        uint8_t wire[64];
+        size_t n = b->len + tail_len[t];
+        TEST_REQUIRE(n <= sizeof wire);
+        memcpy(wire, b->data, b->len);
+        memcpy(wire + b->len, tails[t], tail_len[t]);
+        uint32_t total = (uint32_t)n - 4, cmd_size = (uint32_t)n - 8;
+        for (int k = 0; k < 4; k++) {
+            wire[k] = (uint8_t)(total >> (24 - 8 * k));
+            wire[4 + k] = (uint8_t)(cmd_size >> (24 - 8 * k));
+        }
+        TEST_REQUIRE(frame_decode(wire, n, MAXF, &f, &used) == 0);
+        CU_ASSERT_FALSE(f.cmd_plain);
+        CU_ASSERT_EQUAL(f.cmd->type, PULSAR__PROTO__BASE_COMMAND__TYPE__SUCCESS);
+        CU_ASSERT_PTR_NOT_NULL(f.cmd->success);
+        CU_ASSERT_EQUAL(f.cmd->base.n_unknown_fields, t == 0 ? 1u : 0u);
+        CU_ASSERT_EQUAL(frame_command_plain(f.cmd), t == 1);
+        frame_free(&f);
+    }
+    qbuf_unref(b);
+
+    /* A message field that is not the type's: refused as before. */
+    cmd.success = NULL;
+    cmd.error = &err;
+    CU_ASSERT_FALSE(frame_command_plain(&cmd));
+    CU_ASSERT_EQUAL(frame_encode_command(&cmd, &b), QE_INVALID);
+}
+
 static void test_encode_checks_required(void)
 {
     Pulsar__Proto__CommandError e = PULSAR__PROTO__COMMAND_ERROR__INIT; /* message NULL */
@@ -555,6 +717,8 @@ static void test_encode_checks_required(void)
 void codec_register_frame(void)
 {
     CU_pSuite s = CU_add_suite("frame", NULL, NULL);
+    CU_add_test(s, "plain commands as protobuf-c writes them", test_plain_commands_as_protobuf_c);
+    CU_add_test(s, "other command shapes: generic path", test_other_shapes_generic);
     CU_add_test(s, "send with checksum: exact slice", test_send_with_checksum_exact_slice);
     CU_add_test(s, "send without checksum", test_send_without_checksum);
     CU_add_test(s, "wrong checksum detected", test_wrong_checksum_detected);
