@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,21 +154,50 @@ typedef struct cmd_shape {
     size_t size; /* of the packed BaseCommand */
 } cmd_shape_t;
 
-static bool cmd_shape_plain(const Pulsar__Proto__BaseCommand *cmd, cmd_shape_t *s)
+/* Where BaseCommand's message pointers lie: protoc-c declares them one after
+ * the other, so they tile [first, first + n); checked once against the
+ * descriptor (plain_layout_ok false: no plain shape, everything generic). */
+static struct {
+    size_t first, n;
+    bool ok;
+} plain_layout;
+
+static void plain_layout_init(void)
 {
     const ProtobufCMessageDescriptor *d = &pulsar__proto__base_command__descriptor;
-    const ProtobufCFieldDescriptor *fd = type_field((uint64_t)(int64_t)cmd->type);
-    if (!fd || cmd->base.n_unknown_fields)
-        return false;
+    size_t lo = SIZE_MAX, hi = 0, n = 0;
+    bool ok = true;
     for (unsigned i = 0; i < d->n_fields; i++) {
         const ProtobufCFieldDescriptor *f = &d->fields[i];
         if (f->type != PROTOBUF_C_TYPE_MESSAGE) {
-            if (f->id != 1)
-                return false; /* a field this code does not write */
-        } else if (f != fd && *field_slot(cmd, f)) {
-            return false;
+            ok = ok && f->id == 1; /* type: the one field besides messages */
+            continue;
         }
+        ok = ok && f->label == PROTOBUF_C_LABEL_OPTIONAL && f->offset % sizeof(void *) == 0;
+        lo = f->offset < lo ? f->offset : lo;
+        hi = f->offset > hi ? f->offset : hi;
+        n++;
     }
+    ok = ok && n > 0 && hi - lo == (n - 1) * sizeof(void *);
+    plain_layout.first = lo;
+    plain_layout.n = n;
+    plain_layout.ok = ok;
+}
+
+static bool cmd_shape_plain(const Pulsar__Proto__BaseCommand *cmd, cmd_shape_t *s)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, plain_layout_init);
+    const ProtobufCFieldDescriptor *fd = type_field((uint64_t)(int64_t)cmd->type);
+    if (!fd || cmd->base.n_unknown_fields || !plain_layout.ok)
+        return false;
+    /* No message set but (at most) the type's own. */
+    void *const *ptrs = (void *const *)((const char *)cmd + plain_layout.first);
+    size_t set = 0;
+    for (size_t i = 0; i < plain_layout.n; i++)
+        set += ptrs[i] != NULL;
+    if (set != (*field_slot(cmd, fd) != NULL))
+        return false;
     s->sub = *field_slot(cmd, fd);
     if (s->sub ? !protobuf_c_message_check(s->sub)
                : cmd->type != PULSAR__PROTO__BASE_COMMAND__TYPE__PING &&
