@@ -6,9 +6,9 @@
  * thread at open/close, when no worker job is in flight); it never calls a
  * user callback.
  *
- * Schema (one file; PRAGMA application_id = 0x51554952 "QUIR", user_version = 1):
+ * Schema (one file; PRAGMA application_id = 0x51554952 "QUIR", user_version = 2):
  *
- *   table keys
+ *   table keys (WITHOUT ROWID: rows live in the primary key's B-tree)
  *   | column          | type    | meaning                                        |
  *   |-----------------|---------|------------------------------------------------|
  *   | path            | TEXT PK | the key, "/a/b" (no trailing '/', no "//")      |
@@ -50,23 +50,40 @@
 #include "common/log.h"
 
 #define MD_APPLICATION_ID 0x51554952 /* "QUIR" */
-#define MD_SCHEMA_VERSION 1
+#define MD_SCHEMA_VERSION 2
+
+/* The columns of table keys (name given by the caller). Format 2 stores the
+ * rows in the primary key's B-tree (WITHOUT ROWID); format 1 had a rowid
+ * table beside an index on path, one B-tree more to write per row and one
+ * more lookup per read. */
+#define MD_KEYS_COLUMNS                                                                            \
+    " (path TEXT PRIMARY KEY NOT NULL,"                                                            \
+    " parent TEXT NOT NULL,"                                                                       \
+    " value BLOB,"                                                                                 \
+    " version INTEGER NOT NULL,"                                                                   \
+    " created_ms INTEGER NOT NULL,"                                                                \
+    " modified_ms INTEGER NOT NULL,"                                                               \
+    " ephemeral_owner INTEGER NOT NULL DEFAULT 0,"                                                 \
+    " implicit INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
 
 static const char md_schema_sql[] =
-    "CREATE TABLE IF NOT EXISTS keys ("
-    " path TEXT PRIMARY KEY NOT NULL,"
-    " parent TEXT NOT NULL,"
-    " value BLOB,"
-    " version INTEGER NOT NULL,"
-    " created_ms INTEGER NOT NULL,"
-    " modified_ms INTEGER NOT NULL,"
-    " ephemeral_owner INTEGER NOT NULL DEFAULT 0,"
-    " implicit INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE IF NOT EXISTS keys" MD_KEYS_COLUMNS
     "CREATE INDEX IF NOT EXISTS keys_parent ON keys(parent, path);"
     "CREATE INDEX IF NOT EXISTS keys_ephemeral ON keys(ephemeral_owner)"
     " WHERE ephemeral_owner != 0;"
     "PRAGMA application_id = 1364543826;" /* MD_APPLICATION_ID */
-    "PRAGMA user_version = 1;";
+    "PRAGMA user_version = 2;";
+
+/* Format 1 -> 2, inside the opening transaction: the rows move to a WITHOUT
+ * ROWID table (the old table's indexes go with it; md_schema_sql makes them
+ * again). */
+static const char md_upgrade_1_sql[] =
+    "CREATE TABLE keys_v2" MD_KEYS_COLUMNS
+    "INSERT INTO keys_v2 (path, parent, value, version, created_ms, modified_ms,"
+    " ephemeral_owner, implicit) SELECT path, parent, value, version, created_ms,"
+    " modified_ms, ephemeral_owner, implicit FROM keys;"
+    "DROP TABLE keys;"
+    "ALTER TABLE keys_v2 RENAME TO keys;";
 
 /* ---------------------------------------------------------------- paths -- */
 
@@ -686,8 +703,9 @@ static int db_prepare_all(md_db_t *d)
     return 0;
 }
 
-/* Refuses a file that is an SQLite database but not ours, or of a newer format. */
-static int db_check_format(md_db_t *d, const char *path)
+/* Refuses a file that is an SQLite database but not ours, or of a newer
+ * format; *format: its format, 0 for a new file. */
+static int db_check_format(md_db_t *d, const char *path, long *format)
 {
     char app[32], ver[32];
     int rc = db_pragma(d, "PRAGMA application_id", app, sizeof app);
@@ -703,6 +721,7 @@ static int db_check_format(md_db_t *d, const char *path)
                   path, a, v);
         return QE_CORRUPT;
     }
+    *format = v;
     return 0;
 }
 
@@ -742,10 +761,17 @@ static int db_setup(md_db_t *d, const char *path)
         log_error("metadata", "%s: synchronous is %s, not FULL", path, mode);
         rc = -EIO;
     }
+    long format = 0;
     if (!rc)
-        rc = db_check_format(d, path);
+        rc = db_check_format(d, path, &format);
     if (!rc)
         rc = db_exec(d, "BEGIN IMMEDIATE");
+    if (!rc && format == 1) {
+        rc = db_exec(d, md_upgrade_1_sql);
+        if (!rc)
+            log_info("metadata", "%s: upgraded from format 1 to %d (rows stored by path)", path,
+                     MD_SCHEMA_VERSION);
+    }
     if (!rc)
         rc = db_exec(d, md_schema_sql);
     if (rc)

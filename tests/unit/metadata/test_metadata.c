@@ -921,10 +921,76 @@ static void test_corrupt_or_unopenable_file(void)
     ev_loop_destroy(l);
 }
 
+/* A store written by format 1 (a rowid table with an index on path) opens:
+ * its rows move to the format-2 table and read as before. */
+static void test_format_1_upgraded(void)
+{
+    loop = ev_loop_new(0);
+    tmpdir = test_tmpdir("meta");
+    TEST_REQUIRE(loop != NULL && tmpdir != NULL);
+    snprintf(dbpath, sizeof dbpath, "%s/metadata.db", tmpdir);
+    sqlite3 *db = NULL;
+    TEST_REQUIRE(sqlite3_open(dbpath, &db) == SQLITE_OK);
+    /* Format 1's schema, as md_schema_sql wrote it. */
+    TEST_REQUIRE(
+        sqlite3_exec(db,
+                     "PRAGMA journal_mode = WAL;"
+                     "CREATE TABLE keys (path TEXT PRIMARY KEY NOT NULL, parent TEXT NOT NULL,"
+                     " value BLOB, version INTEGER NOT NULL, created_ms INTEGER NOT NULL,"
+                     " modified_ms INTEGER NOT NULL, ephemeral_owner INTEGER NOT NULL DEFAULT 0,"
+                     " implicit INTEGER NOT NULL DEFAULT 0);"
+                     "CREATE INDEX keys_parent ON keys(parent, path);"
+                     "CREATE INDEX keys_ephemeral ON keys(ephemeral_owner)"
+                     " WHERE ephemeral_owner != 0;"
+                     "PRAGMA application_id = 1364543826;"
+                     "PRAGMA user_version = 1;"
+                     "INSERT INTO keys VALUES ('/a', '/', 'one', 3, 10, 20, 0, 0);"
+                     "INSERT INTO keys VALUES ('/b', '/', NULL, 0, 10, 10, 0, 1);"
+                     "INSERT INTO keys VALUES ('/b/c', '/b', 'two', 0, 11, 11, 0, 0);"
+                     "INSERT INTO keys VALUES ('/b/e', '/b', 'gone', 0, 12, 12, 7, 0);",
+                     NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+
+    TEST_REQUIRE(md_store_open_embedded(loop, dbpath, &store) == 0);
+    res_t r;
+    CU_ASSERT_EQUAL(sync_get("/a", &r), 0);
+    CU_ASSERT_EQUAL(r.len, 3);
+    CU_ASSERT_EQUAL(memcmp(r.value, "one", 3), 0);
+    CU_ASSERT_EQUAL(r.stat.version, 3);
+    CU_ASSERT_EQUAL(r.stat.created_ms, 10);
+    CU_ASSERT_EQUAL(sync_get("/b", &r), QE_NOT_FOUND);   /* implicit */
+    CU_ASSERT_EQUAL(sync_get("/b/e", &r), QE_NOT_FOUND); /* ephemeral of a gone process */
+    CU_ASSERT_STRING_EQUAL(list_joined("/"), "a,b");
+    CU_ASSERT_STRING_EQUAL(list_joined("/b"), "c");
+    CU_ASSERT_EQUAL(sync_put("/b/d", "three", MD_VERSION_NEW, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(sync_put("/a", "uno", 3, NULL, NULL), 0);
+    fixture_reopen(); /* format 2 now: opens as it is */
+    CU_ASSERT_STRING_EQUAL(list_joined("/b"), "c,d");
+    CU_ASSERT_EQUAL(sync_get("/a", &r), 0);
+    CU_ASSERT_EQUAL(r.stat.version, 4);
+    md_store_close(store);
+    store = NULL;
+
+    TEST_REQUIRE(sqlite3_open(dbpath, &db) == SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    TEST_REQUIRE(sqlite3_prepare_v2(db,
+                                    "SELECT (SELECT user_version FROM pragma_user_version),"
+                                    " sql FROM sqlite_master WHERE name = 'keys'",
+                                    -1, &st, NULL) == SQLITE_OK);
+    TEST_REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+    CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr((const char *)sqlite3_column_text(st, 1), "WITHOUT ROWID"));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    store = NULL;
+    fixture_close();
+}
+
 static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("metadata", NULL, NULL);
     CU_add_test(s, "put/get versions", test_put_get_versions);
+    CU_add_test(s, "format 1 upgraded", test_format_1_upgraded);
     CU_add_test(s, "compare-and-set", test_cas);
     CU_add_test(s, "MD_VERSION_NEW and QE_EXISTS", test_version_new);
     CU_add_test(s, "delete with version", test_delete_with_version);
