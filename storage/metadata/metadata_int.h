@@ -111,6 +111,7 @@ typedef struct md_db {
     sqlite3 *db;
     sqlite3_stmt *get;
     sqlite3_stmt *insert;
+    sqlite3_stmt *insert_implicit;
     sqlite3_stmt *update;
     sqlite3_stmt *make_explicit;
     sqlite3_stmt *make_implicit;

@@ -315,20 +315,22 @@ static void events_drop(md_op_t *op)
 /* -------------------------------------------------------- tree upkeep -- */
 
 /* Makes sure every ancestor of a new row at child (whose parent is p) has a
- * row (I1), inserting implicit ones as needed. */
+ * row (I1), inserting implicit ones as needed: each insert is ignored when
+ * the row exists, and then so do all rows above it (I1 again). */
 static int tree_add_ancestors(md_db_t *d, md_op_t *op, const char *p, int64_t now)
 {
     char cur[MD_PATH_MAX + 1], up[MD_PATH_MAX + 1];
     snprintf(cur, sizeof cur, "%s", p);
     while (strcmp(cur, "/") != 0) {
-        md_row_t r;
-        int rc = row_read(d, cur, &r, NULL, NULL);
-        if (rc || r.found)
-            return rc;
         md_path_parent(cur, up);
-        rc = row_insert(d, cur, up, NULL, 0, now, 0, true);
-        if (!rc)
-            rc = event_add(d, op, MD_WATCH_CHILDREN, up);
+        sqlite3_stmt *st = d->insert_implicit;
+        sqlite3_bind_text(st, 1, cur, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, up, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, now);
+        int rc = stmt_run(d, st, "insert implicit key");
+        if (rc || sqlite3_changes(d->db) == 0)
+            return rc;
+        rc = event_add(d, op, MD_WATCH_CHILDREN, up);
         if (rc)
             return rc;
         memcpy(cur, up, sizeof cur);
@@ -474,13 +476,49 @@ static int exec_put_create(md_db_t *d, md_op_t *op, const md_row_t *r, int64_t n
     return event_add(d, op, MD_WATCH_DATA, op->path);
 }
 
+/* A create-only put tried as an insert, without reading the key first: 1 when
+ * a row is there (explicit or implicit: the caller reads it and decides), 0
+ * when created, or the error. A refused insert changes nothing. */
+static int put_try_insert(md_db_t *d, md_op_t *op, int64_t now)
+{
+    char parent[MD_PATH_MAX + 1];
+    md_path_parent(op->path, parent);
+    sqlite3_stmt *st = d->insert;
+    sqlite3_bind_text(st, 1, op->path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, parent, -1, SQLITE_STATIC);
+    sqlite3_bind_blob64(st, 3, op->value ? op->value : "", op->len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, now);
+    sqlite3_bind_int64(st, 5, op->session_id);
+    sqlite3_bind_int(st, 6, 0);
+    int src = sqlite3_step(st);
+    int ext = sqlite3_extended_errcode(d->db);
+    stmt_reset(st);
+    if ((src & 0xff) == SQLITE_CONSTRAINT && ext == SQLITE_CONSTRAINT_PRIMARYKEY)
+        return 1;
+    if (src != SQLITE_DONE)
+        return db_fail(d, src, "insert key");
+    int rc = event_add(d, op, MD_WATCH_CHILDREN, parent);
+    if (!rc)
+        rc = tree_add_ancestors(d, op, parent, now);
+    if (!rc)
+        rc = event_add(d, op, MD_WATCH_DATA, op->path);
+    if (!rc)
+        op->stat = (md_stat_t){0, now, now, op->session_id != 0};
+    return rc;
+}
+
 static int exec_put(md_db_t *d, md_op_t *op)
 {
+    int64_t now = clock_wall_ms();
+    if (op->expected_version == MD_VERSION_NEW) {
+        int rc = put_try_insert(d, op, now);
+        if (rc <= 0)
+            return rc;
+    }
     md_row_t r;
     int rc = row_read(d, op->path, &r, NULL, NULL);
     if (rc)
         return rc;
-    int64_t now = clock_wall_ms();
     if (r.found && !r.implicit)
         return exec_put_update(d, op, &r, now);
     return exec_put_create(d, op, &r, now);
@@ -666,6 +704,9 @@ static const struct {
     {offsetof(md_db_t, insert),
      "INSERT INTO keys (path, parent, value, version, created_ms, modified_ms,"
      " ephemeral_owner, implicit) VALUES (?1, ?2, ?3, 0, ?4, ?4, ?5, ?6)"},
+    {offsetof(md_db_t, insert_implicit),
+     "INSERT OR IGNORE INTO keys (path, parent, value, version, created_ms, modified_ms,"
+     " ephemeral_owner, implicit) VALUES (?1, ?2, NULL, 0, ?3, ?3, 0, 1)"},
     {offsetof(md_db_t, update), "UPDATE keys SET value = ?2, version = ?3, modified_ms = ?4"
                                 " WHERE path = ?1"},
     {offsetof(md_db_t, make_explicit),

@@ -462,6 +462,20 @@ static void test_watch_data_and_children(void)
     CU_ASSERT_EQUAL(deep.n, 1);
     CU_ASSERT_EQUAL(sync_delete_recursive("/deep"), 0);
     CU_ASSERT_EQUAL(deep.n, 2); /* one event for one call */
+    /* The same with create-only puts (inserted without a read first). */
+    CU_ASSERT_EQUAL(sync_put("/deep/a/b", "v", MD_VERSION_NEW, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(deep.n, 3);
+    CU_ASSERT_EQUAL(sync_put("/deep/a/c", "v", MD_VERSION_NEW, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(deep.n, 3); /* "a" was there already */
+    CU_ASSERT_EQUAL(sync_put("/deep/a/c", "w", MD_VERSION_NEW, NULL, NULL), QE_EXISTS);
+    CU_ASSERT_EQUAL(sync_put("/deep/a", "v", MD_VERSION_NEW, NULL, NULL), 0); /* was implied */
+    CU_ASSERT_EQUAL(deep.n, 3);
+    CU_ASSERT_EQUAL(sync_put("/deep/a", "v", MD_VERSION_NEW, NULL, NULL), QE_EXISTS);
+    CU_ASSERT_STRING_EQUAL(list_joined("/deep"), "a");
+    CU_ASSERT_STRING_EQUAL(list_joined("/deep/a"), "b,c");
+    CU_ASSERT_EQUAL(sync_delete_recursive("/deep"), 0);
+    CU_ASSERT_EQUAL(deep.n, 4);
+    CU_ASSERT_STRING_EQUAL(list_joined("/"), "w");
 
     md_unwatch(wd);
     CU_ASSERT_EQUAL(sync_put("/w/k", "again", MD_VERSION_ANY, NULL, NULL), 0);
