@@ -559,9 +559,10 @@ void limits_subscription_free(subscription_t *s)
 
 /* ---------------------------------------------------------- topic quota -- */
 
+/* One per topic registered: sized to its namespace's name (a fixed buffer made
+ * it a 1 KiB allocation, glibc's slow path). */
 typedef struct quota_ctx {
     broker_t *broker;
-    char ns[TOPIC_NAME_MAX + 1];
     int new_topics;
     bool may_exist; /* broker_topic_register: QE_EXISTS before the quota check */
     int64_t max;
@@ -570,6 +571,7 @@ typedef struct quota_ctx {
     size_t len;
     md_put_cb cb;
     void *arg;
+    char ns[]; /* "tenant/namespace" */
 } quota_ctx_t;
 
 static void quota_ctx_free(quota_ctx_t *q)
@@ -658,7 +660,8 @@ static void quota_policies(int rc, const ns_policies_t *p, void *arg)
 static int quota_start(broker_t *b, const topic_name_t *tn, int new_topics, bool may_exist,
                        const char *path, const void *value, size_t len, md_put_cb cb, void *arg)
 {
-    quota_ctx_t *q = calloc(1, sizeof *q);
+    size_t ns_len = strlen(tn->namespace_name) + 1;
+    quota_ctx_t *q = malloc(sizeof *q + ns_len);
     if (!q)
         return -ENOMEM;
     *q = (quota_ctx_t){.broker = b,
@@ -667,7 +670,7 @@ static int quota_start(broker_t *b, const topic_name_t *tn, int new_topics, bool
                        .len = len,
                        .cb = cb,
                        .arg = arg};
-    snprintf(q->ns, sizeof q->ns, "%s", tn->namespace_name);
+    memcpy(q->ns, tn->namespace_name, ns_len);
     q->path = strdup(path);
     q->value = malloc(len ? len : 1);
     if (!q->path || !q->value) {
