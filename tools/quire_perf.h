@@ -89,6 +89,7 @@ typedef struct perf_opts {
     uint32_t max_pending; /* messages in flight per producer */
     double seconds;       /* measured duration after warm-up; 0 = until stopped */
     uint64_t messages;    /* messages to produce (consume in consume mode); 0 = no limit */
+    uint64_t messages_per_producer; /* each producer stops after this many; 0 = no limit */
     double warmup_seconds;
     uint32_t keys; /* 0 = no key; N = partition_key cycles over N keys */
     char *json_path;

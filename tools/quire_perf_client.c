@@ -94,6 +94,7 @@ typedef struct ep {
     ev_timer pace_timer, batch_timer;
     perf_batch_t batch;
     uint64_t next_seq;
+    uint64_t msgs_issued; /* taken into batches by this producer */
     /* sched_ns, inflight and acks start small and double up to their bound
      * (max-pending, ACK_MAX) as needed: with 100,000 endpoints that send one
      * message each, allocating the bounds up front cost more (page faults) than
@@ -135,6 +136,7 @@ struct perf_run {
     uint64_t run_start_ns, measure_start_ns, end_ns, last_report_ns;
     ev_timer report_timer, phase_timer, drain_timer;
     uint64_t issued, produced_total, consumed_total;
+    uint64_t issue_cap;     /* messages to issue in all: --messages, or all producers' share */
     uint64_t pending_total; /* sum of the producers' pending_msgs */
     size_t close_next;      /* P_CLOSE: eps before it are no longer closing */
     int status;
@@ -817,6 +819,7 @@ static void producer_add(ep_t *p, uint64_t sched_ns, uint64_t now_ns)
     p->pending_msgs++;
     r->pending_total++;
     r->issued++;
+    p->msgs_issued++;
 }
 
 /* Takes due messages into the batch while max-pending and the write queue
@@ -831,10 +834,12 @@ static void producer_pump(ep_t *p)
     while (p->state == ST_READY && r->phase == P_RUN) {
         if (p->pending_msgs >= o->max_pending || perf_link_congested(&p->link))
             break;
-        if (o->messages && r->issued >= o->messages) {
+        if (r->issue_cap && r->issued >= r->issue_cap) {
             perf_run_stop(r);
             return;
         }
+        if (o->messages_per_producer && p->msgs_issued >= o->messages_per_producer)
+            break; /* this one is done; the others finish the run */
         uint64_t sched = now;
         if (o->rate > 0) {
             if (perf_pace_due(&p->pace, now) == 0) {
@@ -1017,6 +1022,12 @@ static void run_start_measuring(perf_run_t *r)
             r->n_prod, r->n_cons, r->n_topics, (unsigned long long)perf_pool_opened(r->pool),
             r->warmup ? "; warming up" : "");
     fflush(r->out);
+    r->issue_cap = r->o->messages;
+    if (r->o->messages_per_producer) {
+        uint64_t all = r->o->messages_per_producer * r->n_prod;
+        if (r->issue_cap == 0 || all < r->issue_cap)
+            r->issue_cap = all;
+    }
     /* Producers start staggered over one period of the total rate. */
     double per = r->n_prod ? r->o->rate / (double)r->n_prod : 0;
     for (size_t i = 0; i < r->n_prod; i++) {

@@ -182,6 +182,7 @@ void perf_usage(FILE *f)
           "  --ack individual|cumulative (default individual)\n"
           "  --seconds S                measured duration after warm-up, 0 = until ^C\n"
           "  --messages N               messages to produce (consume in consume mode)\n"
+          "  --messages-per-producer N  each producer stops after N (the run after all)\n"
           "  --warmup-seconds S         (default 1)\n"
           "  --keys N                   keyed messages over N distinct keys (default 0)\n"
           "  --report-interval-s S      (default 5)\n"
@@ -217,6 +218,7 @@ enum {
     OPT_ACK,
     OPT_SECONDS,
     OPT_MESSAGES,
+    OPT_MSGS_PER_PRODUCER,
     OPT_WARMUP,
     OPT_KEYS,
     OPT_INTERVAL,
@@ -251,6 +253,7 @@ static const struct option long_opts[] = {
     {"ack", required_argument, 0, OPT_ACK},
     {"seconds", required_argument, 0, OPT_SECONDS},
     {"messages", required_argument, 0, OPT_MESSAGES},
+    {"messages-per-producer", required_argument, 0, OPT_MSGS_PER_PRODUCER},
     {"warmup-seconds", required_argument, 0, OPT_WARMUP},
     {"keys", required_argument, 0, OPT_KEYS},
     {"report-interval-s", required_argument, 0, OPT_INTERVAL},
@@ -386,6 +389,8 @@ static int opts_apply(perf_opts_t *o, int c, const char *v, const char **prefix,
         return parse_double(v, 0, 365.0 * 86400, &o->seconds);
     case OPT_MESSAGES:
         return parse_u64(v, 0, UINT64_MAX / 2, &o->messages);
+    case OPT_MSGS_PER_PRODUCER:
+        return parse_u64(v, 1, UINT64_MAX / 2 / PERF_MAX_ENDPOINTS, &o->messages_per_producer);
     case OPT_WARMUP:
         return parse_double(v, 0, 3600, &o->warmup_seconds);
     case OPT_KEYS:

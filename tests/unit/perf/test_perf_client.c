@@ -35,6 +35,7 @@ typedef struct fend { /* a producer or consumer the fake knows */
     uint64_t id;
     char topic[256];
     int64_t permits;
+    int sends; /* producer: SEND frames received */
 } fend_t;
 
 struct fake {
@@ -89,6 +90,8 @@ static void fake_send(fconn_t *c, const frame_t *f)
     qbuf_t *b = NULL;
     cmd_message_id_t id = {1, s->entry_id++, -1, -1};
     s->sends++;
+    if (p)
+        p->sends++;
     CU_ASSERT_TRUE(f->checksum_ok);
     if (s->sends == s->drop_at_send) {
         shutdown(c->fd, SHUT_RDWR);
@@ -493,6 +496,32 @@ static void test_many_in_flight(void)
     ev_loop_destroy(loop);
 }
 
+/* --messages-per-producer 1 at an unbounded rate: every topic gets exactly one
+ * message (without it the first producers would send them all), and the run
+ * ends when all have. */
+static void test_messages_per_producer(void)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    fake_t *s = fake_start(loop);
+    perf_opts_t o;
+    perf_run_t *r =
+        run_perf_args(loop, &o, 15, "both", s->url, "--topic-prefix", "m", "--num-topics", "20",
+                      "--messages-per-producer", "1", "--rate", "0", "--disable-batching", "--size",
+                      "16", "--max-connections", "1", NULL);
+    CU_ASSERT_EQUAL(perf_run_status(r), 0);
+    const perf_stats_t *t = perf_run_totals(r, &(double){0});
+    CU_ASSERT_EQUAL(t->produced_msgs, 20);
+    CU_ASSERT_EQUAL(t->consumed_msgs, 20);
+    CU_ASSERT_EQUAL(s->n_prods, 20);
+    CU_ASSERT_EQUAL(s->sends, 20);
+    for (int i = 0; i < s->n_prods; i++)
+        CU_ASSERT_EQUAL(s->prods[i].sends, 1);
+    perf_run_free(r);
+    perf_opts_free(&o);
+    fake_stop(s);
+    ev_loop_destroy(loop);
+}
+
 /* A shared connection: the broker closes a producer and a consumer (as on an
  * unload); both re-create themselves on it and the run completes. */
 static void test_shared_broker_close(void)
@@ -610,6 +639,7 @@ void perf_register_client(void)
     CU_add_test(s, "--max-connections 3: round-robin pool", test_connection_pool);
     CU_add_test(s, "shared connection: broker closes, re-create", test_shared_broker_close);
     CU_add_test(s, "300 in flight: the rings grow", test_many_in_flight);
+    CU_add_test(s, "--messages-per-producer 1", test_messages_per_producer);
     CU_add_test(s, "shared connection lost fails the run", test_shared_lost);
     CU_add_test(s, "paced produce with warm-up", test_paced_produce);
     CU_add_test(s, "ProducerBusy fails the run", test_producer_busy);

@@ -168,6 +168,8 @@ static void test_errors(void)
     expect_invalid(ARGC(a9), a9, "exclude");
     char *a10[] = {"quire-perf", "produce", "--max-pending", "100001"};
     expect_invalid(ARGC(a10), a10, "--max-pending");
+    char *a10b[] = {"quire-perf", "produce", "--messages-per-producer", "0"};
+    expect_invalid(ARGC(a10b), a10b, "--messages-per-producer");
     char *a11[] = {"quire-perf", "produce", "--bogus"};
     expect_invalid(ARGC(a11), a11, "unknown option");
     char *a12[] = {"quire-perf", "produce", "--topics", "a/b/c/d/e"};
