@@ -273,12 +273,16 @@ const broker_config_t *broker_config(const broker_t *b)
     return &b->cfg;
 }
 
-/* Shutdown closes topics in waves of BROKER_SHUTDOWN_WAVE: each topic queues a
- * dedup snapshot, cursor flushes and a ledger-list write to the metadata store,
- * and closing 100,000 at once overflowed its bounded call queue. A finished
- * topic starts the next; shutdown_pending counts the topics in flight plus one
- * for the wave starter itself. */
-#define BROKER_SHUTDOWN_WAVE 512
+/* Shutdown closes topics a wave at a time: each topic queues a dedup
+ * snapshot, a flush per cursor, its ledger's close and a ledger-list write to
+ * the metadata store, and closing 100,000 at once overflowed its bounded call
+ * queue (MD_PENDING_MAX). A wave is at most BROKER_SHUTDOWN_WAVE topics whose
+ * estimated calls (3 + subscriptions each) stay under BROKER_SHUTDOWN_CALLS;
+ * each store batch then carries a few thousand calls (512 topics at a time
+ * left it mostly waiting). A finished topic starts the next; shutdown_pending
+ * counts the topics in flight plus one for the wave starter itself. */
+#define BROKER_SHUTDOWN_WAVE 4096
+#define BROKER_SHUTDOWN_CALLS 16384
 
 static void shutdown_next_topics(broker_t *b);
 
@@ -296,17 +300,22 @@ static void shutdown_step_done(void *arg)
     }
 }
 
-static void shutdown_ml_closed(int rc, void *arg)
-{
-    (void)rc;
-    shutdown_step_done(arg);
-}
-
 typedef struct close_ctx {
     broker_t *broker;
     topic_t *topic;
     int pending;
+    size_t calls; /* counted in broker->shutdown_calls */
 } close_ctx_t;
+
+static void shutdown_ml_closed(int rc, void *arg)
+{
+    (void)rc;
+    close_ctx_t *cc = arg;
+    broker_t *b = cc->broker;
+    b->shutdown_calls -= cc->calls;
+    free(cc);
+    shutdown_step_done(b);
+}
 
 static void cursor_closed(int rc, void *arg)
 {
@@ -314,11 +323,8 @@ static void cursor_closed(int rc, void *arg)
     close_ctx_t *cc = arg;
     if (--cc->pending > 0)
         return;
-    topic_t *t = cc->topic;
-    broker_t *b = cc->broker;
-    free(cc);
-    if (ml_close(t->ml, shutdown_ml_closed, b) < 0)
-        shutdown_step_done(b);
+    if (ml_close(cc->topic->ml, shutdown_ml_closed, cc) < 0)
+        shutdown_ml_closed(0, cc);
 }
 
 /* Closes t's cursors, then its managed ledger; one shutdown step. False if t
@@ -335,6 +341,8 @@ static bool shutdown_topic(broker_t *b, topic_t *t)
     cc->broker = b;
     cc->topic = t;
     cc->pending = 1;
+    cc->calls = 3 + qmap_size(t->subscriptions);
+    b->shutdown_calls += cc->calls;
     b->shutdown_pending++;
     qmap_iter_t it = {0};
     void *v;
@@ -358,7 +366,8 @@ static void shutdown_next_topics(broker_t *b)
     if (b->shutdown_starting)
         return; /* a topic finished inline: the loop below goes on */
     b->shutdown_starting = true;
-    while (b->shutdown_next < b->shutdown_n && b->shutdown_pending <= BROKER_SHUTDOWN_WAVE) {
+    while (b->shutdown_next < b->shutdown_n && b->shutdown_pending <= BROKER_SHUTDOWN_WAVE &&
+           b->shutdown_calls < BROKER_SHUTDOWN_CALLS) {
         topic_t *t = qmap_get(b->topics, b->shutdown_names[b->shutdown_next++]);
         if (t)
             shutdown_topic(b, t);

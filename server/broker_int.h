@@ -81,6 +81,7 @@ struct broker {
     char **shutdown_names;  /* topics still to close, in waves (broker.c) */
     size_t shutdown_n, shutdown_next;
     bool shutdown_starting; /* in shutdown_next_topics */
+    size_t shutdown_calls;  /* metadata calls the closing topics may queue */
     char service_url[256];
     qloop_mailbox_t *mailbox;        /* defers callbacks so none runs inline */
     qmap_t *ns_policies;             /* namespace -> cached policies (ns_policies.c) */
