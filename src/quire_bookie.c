@@ -163,16 +163,17 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
                 q_strerror(rc));
         return 1;
     }
-    printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
-           "journalLargeEntryThreshold=%u)\n",
-           o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
-           o->large_entry_bytes);
-    fflush(stdout);
+    /* The handlers first: whoever reads the line below may stop us at once. */
     ev_signal sigterm, sigint;
     ev_signal_init(&sigterm, qb_on_signal, SIGTERM);
     ev_signal_init(&sigint, qb_on_signal, SIGINT);
     ev_signal_start(loop, &sigterm);
     ev_signal_start(loop, &sigint);
+    printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
+           "journalLargeEntryThreshold=%u)\n",
+           o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
+           o->large_entry_bytes);
+    fflush(stdout);
     ev_run(loop, 0);
     ev_signal_stop(loop, &sigterm);
     ev_signal_stop(loop, &sigint);
