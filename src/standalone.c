@@ -226,6 +226,17 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
     sa->bk = bk_client_local(sa->bookie, "local");
     ledger_client_config_t lcc;
     ledger_client_config_defaults(&lcc);
+    /* Pulsar's bound on a bookie add or read (default 30 s). With the one local
+     * bookie a timeout cannot be mended by another bookie: it fails the
+     * ledger, so a bookie that is only slow (write cache full, a long
+     * fdatasync) must not hit it early. */
+    int64_t bk_timeout_s = 0;
+    if (qconfig_get_int(sa->conf, "bookkeeperClientTimeoutInSeconds", 30, 1, 3600, &bk_timeout_s) <
+        0) {
+        log_error("standalone", "bookkeeperClientTimeoutInSeconds: expected 1..3600 seconds");
+        return QE_INVALID;
+    }
+    lcc.add_timeout_ms = (uint32_t)(bk_timeout_s * 1000);
     rc = ledger_client_new(sa->loop, sa->md, &lcc, &sa->lc);
     if (rc == 0)
         rc = ledger_client_add_bookie(sa->lc, sa->bk);

@@ -54,6 +54,8 @@ def test_bookie_bad_threshold_refused(value):
     ("maxMessagePublishBufferSizeInMB", "-1"),
     ("dispatcherMaxReadSizeBytes", "10"),
     ("managedLedgerCacheEvictionTimeThresholdMillis", "-3"),
+    ("bookkeeperClientTimeoutInSeconds", "0"),
+    ("bookkeeperClientTimeoutInSeconds", "ten"),
 ])
 def test_standalone_bad_value_refused(key, value):
     with tempfile.TemporaryDirectory(prefix="quire-sa-cli-") as d:
