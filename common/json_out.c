@@ -5,6 +5,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,17 @@ void jo_end(json_out_t *o)
     o->depth--;
 }
 
+/* Length of str if it needs no escaping (printable ASCII, no '"' or '\\'),
+ * else SIZE_MAX. Keys and most values are such. */
+static size_t plain_len(const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t n = 0;
+    while (s[n] >= 0x20 && s[n] < 0x80 && s[n] != '"' && s[n] != '\\')
+        n++;
+    return s[n] == '\0' ? n : SIZE_MAX;
+}
+
 void jo_key(json_out_t *o, const char *name)
 {
     if (o->err)
@@ -151,6 +163,16 @@ void jo_str(json_out_t *o, const char *str)
 {
     static const char hex[] = "0123456789ABCDEF";
     before_value(o);
+    size_t plain = plain_len(str);
+    if (plain != SIZE_MAX) { /* one copy */
+        if (reserve(o, plain + 2)) {
+            o->buf[o->len++] = '"';
+            memcpy(o->buf + o->len, str, plain);
+            o->len += plain;
+            o->buf[o->len++] = '"';
+        }
+        return;
+    }
     put(o, "\"", 1);
     const unsigned char *s = (const unsigned char *)str;
     while (*s && !o->err) {
