@@ -40,6 +40,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/ring.h"
 #include "server/broker_int.h"
 #include "server/codec/frame.h"
 #include "server/schema_int.h"
@@ -216,18 +217,10 @@ void broker_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 static int wq_push(conn_t *c, qbuf_t *buf, size_t off, size_t len)
 {
-    if (c->wq_count == c->wq_cap) {
-        size_t ncap = c->wq_cap ? c->wq_cap * 2 : 64;
-        wq_item_t *nq = malloc(ncap * sizeof *nq);
-        if (!nq)
-            return -ENOMEM;
-        for (size_t i = 0; i < c->wq_count; i++)
-            nq[i] = c->wq[(c->wq_head + i) % c->wq_cap];
-        free(c->wq);
-        c->wq = nq;
-        c->wq_cap = ncap;
-        c->wq_head = 0;
-    }
+    if (c->wq_count == c->wq_cap &&
+        ring_grow((void **)&c->wq, sizeof *c->wq, &c->wq_head, c->wq_count, &c->wq_cap,
+                  c->wq_cap ? c->wq_cap * 2 : 64) < 0)
+        return -ENOMEM;
     c->wq[(c->wq_head + c->wq_count) % c->wq_cap] = (wq_item_t){buf, (uint32_t)off, (uint32_t)len};
     c->wq_count++;
     c->wq_bytes += len;

@@ -40,6 +40,7 @@
 
 #include "common/clock.h"
 #include "common/errors.h"
+#include "common/ring.h"
 #include "server/codec/commands.h"
 #include "server/codec/frame.h"
 #include "server/codec/topic_name.h"
@@ -739,16 +740,8 @@ static int producer_grow_inflight(ep_t *p)
     if (p->if_cap >= bound)
         return QE_BUSY;
     size_t cap = p->if_cap * 2 < bound ? p->if_cap * 2 : bound;
-    inflight_t *f = calloc(cap, sizeof *f);
-    if (!f)
-        return -ENOMEM;
-    for (size_t i = 0; i < p->if_count; i++)
-        f[i] = p->inflight[(p->if_head + i) % p->if_cap];
-    free(p->inflight);
-    p->inflight = f;
-    p->if_cap = cap;
-    p->if_head = 0;
-    return 0;
+    return ring_grow((void **)&p->inflight, sizeof *p->inflight, &p->if_head, p->if_count,
+                     &p->if_cap, cap);
 }
 
 static void producer_flush(ep_t *p)

@@ -57,6 +57,7 @@
 
 #include "common/errors.h"
 #include "common/hashmap.h"
+#include "common/ring.h"
 #include "server/codec/commands.h"
 #include "server/codec/frame.h"
 #include "tools/quire_perf.h"
@@ -130,16 +131,9 @@ static int wq_push(wq_t *q, qbuf_t *b)
     if (q->count == q->cap) {
         if (q->cap >= WQ_MAX_ITEMS)
             return QE_BUSY;
-        size_t cap = q->cap ? q->cap * 2 : 64;
-        qbuf_t **items = malloc(cap * sizeof *items);
-        if (!items)
+        if (ring_grow((void **)&q->items, sizeof *q->items, &q->head, q->count, &q->cap,
+                      q->cap ? q->cap * 2 : 64) < 0)
             return -ENOMEM;
-        for (size_t i = 0; i < q->count; i++)
-            items[i] = q->items[(q->head + i) % q->cap];
-        free(q->items);
-        q->items = items;
-        q->cap = cap;
-        q->head = 0;
     }
     q->items[(q->head + q->count) % q->cap] = b;
     q->count++;

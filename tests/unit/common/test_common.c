@@ -5,9 +5,10 @@
 
 #include "common/buf.h"
 #include "common/crc32c.h"
-#include "common/mem_trim.h"
 #include "common/errors.h"
 #include "common/exec.h"
+#include "common/mem_trim.h"
+#include "common/ring.h"
 #include "tests/unit/support/test_support.h"
 
 static void test_crc32c_vectors(void)
@@ -91,6 +92,27 @@ static void test_trim_after_burst(void)
     bytes += QTRIM_BURST_BYTES / 2;
     CU_ASSERT_FALSE(qtrim_due(&s, bytes));
     CU_ASSERT_TRUE(qtrim_due(&s, bytes)); /* the two halves make one */
+}
+
+/* ring_grow keeps the elements oldest first, wrapped or not, and starts the
+ * new array at index 0. */
+static void test_ring_grow(void)
+{
+    for (size_t head = 0; head < 4; head++) {
+        for (size_t count = 0; count <= 4; count++) {
+            size_t cap = 4, h = head;
+            int *v = malloc(cap * sizeof *v);
+            TEST_REQUIRE(v != NULL);
+            for (size_t i = 0; i < count; i++)
+                v[(head + i) % cap] = 100 + (int)i;
+            TEST_REQUIRE(ring_grow((void **)&v, sizeof *v, &h, count, &cap, 8) == 0);
+            CU_ASSERT_EQUAL(cap, 8);
+            CU_ASSERT_EQUAL(h, 0);
+            for (size_t i = 0; i < count; i++)
+                CU_ASSERT_EQUAL(v[i], 100 + (int)i);
+            free(v);
+        }
+    }
 }
 
 static void test_qbuf_refcount(void)
@@ -200,6 +222,7 @@ static void register_suites(void)
     CU_add_test(s, "crc32c three streams match the table", test_crc32c_streams_match_table);
     CU_add_test(s, "memory trim after a burst", test_trim_after_burst);
     CU_add_test(s, "qbuf refcount", test_qbuf_refcount);
+    CU_add_test(s, "ring grows in order", test_ring_grow);
     CU_add_test(s, "errors named", test_errors_named);
     CU_add_test(s, "exec order", test_exec_order_and_completion_on_loop);
     CU_add_test(s, "exec bounded queue", test_exec_bounded_queue);
