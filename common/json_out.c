@@ -3,7 +3,6 @@
  */
 #include "common/json_out.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -55,8 +54,13 @@ static void before_value(json_out_t *o)
         o->after_key = false;
         return;
     }
-    if (o->has_items[o->depth])
+    if (o->has_items[o->depth]) {
+        if (o->depth == 0) { /* a document is one value */
+            o->err = o->err ? o->err : QE_INVALID;
+            return;
+        }
         put(o, ",", 1);
+    }
     o->has_items[o->depth] = true;
 }
 

@@ -11,7 +11,8 @@
  * Usage: jo_init, then jo_obj/jo_arr ... jo_end nesting (at most JO_DEPTH_MAX
  * deep), jo_key before each member's value, then jo_finish. Errors are
  * sticky: calls after one do nothing and jo_finish reports it (-ENOMEM, or
- * QE_INVALID for a string that is not UTF-8 or an unbalanced document).
+ * QE_INVALID for a string that is not UTF-8, an unbalanced document or a
+ * second value at the top).
  */
 #ifndef QUIRE_COMMON_JSON_OUT_H
 #define QUIRE_COMMON_JSON_OUT_H

@@ -171,6 +171,11 @@ static void test_unbalanced_refused(void)
     CU_ASSERT_EQUAL(finish_err(&o), QE_INVALID);
 
     jo_init(&o, 0);
+    jo_int(&o, 1);
+    jo_int(&o, 2); /* two values at the top: "1,2" is not a document */
+    CU_ASSERT_EQUAL(finish_err(&o), QE_INVALID);
+
+    jo_init(&o, 0);
     for (int i = 0; i <= JO_DEPTH_MAX; i++)
         jo_arr(&o);
     CU_ASSERT_EQUAL(o.err, QE_INVALID); /* deeper than JO_DEPTH_MAX */
