@@ -260,23 +260,6 @@ static int row_delete(md_db_t *d, const char *path)
     return stmt_run(d, d->del, "delete key");
 }
 
-/* Inserts a row; value NULL with implicit = true for an ancestor row. */
-static int row_insert(md_db_t *d, const char *path, const char *parent, const void *value,
-                      size_t len, int64_t now, int64_t owner, bool implicit)
-{
-    sqlite3_stmt *st = d->insert;
-    sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, parent, -1, SQLITE_STATIC);
-    if (implicit)
-        sqlite3_bind_null(st, 3);
-    else
-        sqlite3_bind_blob64(st, 3, value ? value : "", len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, now);
-    sqlite3_bind_int64(st, 5, owner);
-    sqlite3_bind_int(st, 6, implicit ? 1 : 0);
-    return stmt_run(d, st, "insert key");
-}
-
 /* ---------------------------------------------------------------- events -- */
 
 /* Records that (kind, path) changed, if someone watches it and it is not
@@ -449,37 +432,10 @@ static int exec_put_update(md_db_t *d, md_op_t *op, const md_row_t *r, int64_t n
     return event_add(d, op, MD_WATCH_DATA, op->path);
 }
 
-static int exec_put_create(md_db_t *d, md_op_t *op, const md_row_t *r, int64_t now)
-{
-    if (op->expected_version >= 0)
-        return QE_BAD_VERSION; /* a compare-and-set against a key that is not there */
-    int rc;
-    if (r->found) { /* implicit row: it becomes the key */
-        sqlite3_stmt *st = d->make_explicit;
-        sqlite3_bind_text(st, 1, op->path, -1, SQLITE_STATIC);
-        sqlite3_bind_blob64(st, 2, op->value ? op->value : "", op->len, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, now);
-        sqlite3_bind_int64(st, 4, op->session_id);
-        rc = stmt_run(d, st, "create key over implicit row");
-    } else {
-        char parent[MD_PATH_MAX + 1];
-        md_path_parent(op->path, parent);
-        rc = row_insert(d, op->path, parent, op->value, op->len, now, op->session_id, false);
-        if (!rc)
-            rc = event_add(d, op, MD_WATCH_CHILDREN, parent);
-        if (!rc)
-            rc = tree_add_ancestors(d, op, parent, now);
-    }
-    if (rc)
-        return rc;
-    op->stat = (md_stat_t){0, now, now, op->session_id != 0};
-    return event_add(d, op, MD_WATCH_DATA, op->path);
-}
-
-/* A create-only put tried as an insert, without reading the key first: 1 when
- * a row is there (explicit or implicit: the caller reads it and decides), 0
- * when created, or the error. A refused insert changes nothing. */
-static int put_try_insert(md_db_t *d, md_op_t *op, int64_t now)
+/* Inserts op's key (no row at its path) and any missing ancestors. With
+ * exists != NULL a row already there is not an error: *exists is set and
+ * nothing is written (the primary key refuses the insert first). */
+static int key_insert(md_db_t *d, md_op_t *op, int64_t now, bool *exists)
 {
     char parent[MD_PATH_MAX + 1];
     md_path_parent(op->path, parent);
@@ -493,26 +449,47 @@ static int put_try_insert(md_db_t *d, md_op_t *op, int64_t now)
     int src = sqlite3_step(st);
     int ext = sqlite3_extended_errcode(d->db);
     stmt_reset(st);
-    if ((src & 0xff) == SQLITE_CONSTRAINT && ext == SQLITE_CONSTRAINT_PRIMARYKEY)
-        return 1;
+    if (exists && (src & 0xff) == SQLITE_CONSTRAINT && ext == SQLITE_CONSTRAINT_PRIMARYKEY) {
+        *exists = true;
+        return 0;
+    }
     if (src != SQLITE_DONE)
         return db_fail(d, src, "insert key");
     int rc = event_add(d, op, MD_WATCH_CHILDREN, parent);
-    if (!rc)
-        rc = tree_add_ancestors(d, op, parent, now);
-    if (!rc)
-        rc = event_add(d, op, MD_WATCH_DATA, op->path);
-    if (!rc)
-        op->stat = (md_stat_t){0, now, now, op->session_id != 0};
-    return rc;
+    return rc ? rc : tree_add_ancestors(d, op, parent, now);
+}
+
+/* Creates op's key over nothing (r not found) or over an implicit row. With
+ * exists != NULL (a create-only put that did not read first) a row already
+ * there sets *exists and changes nothing. */
+static int exec_put_create(md_db_t *d, md_op_t *op, const md_row_t *r, int64_t now, bool *exists)
+{
+    if (op->expected_version >= 0)
+        return QE_BAD_VERSION; /* a compare-and-set against a key that is not there */
+    int rc;
+    if (r->found) { /* implicit row: it becomes the key */
+        sqlite3_stmt *st = d->make_explicit;
+        sqlite3_bind_text(st, 1, op->path, -1, SQLITE_STATIC);
+        sqlite3_bind_blob64(st, 2, op->value ? op->value : "", op->len, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, now);
+        sqlite3_bind_int64(st, 4, op->session_id);
+        rc = stmt_run(d, st, "create key over implicit row");
+    } else {
+        rc = key_insert(d, op, now, exists);
+    }
+    if (rc || (exists && *exists))
+        return rc;
+    op->stat = (md_stat_t){0, now, now, op->session_id != 0};
+    return event_add(d, op, MD_WATCH_DATA, op->path);
 }
 
 static int exec_put(md_db_t *d, md_op_t *op)
 {
     int64_t now = clock_wall_ms();
-    if (op->expected_version == MD_VERSION_NEW) {
-        int rc = put_try_insert(d, op, now);
-        if (rc <= 0)
+    if (op->expected_version == MD_VERSION_NEW) { /* insert first; read only if refused */
+        bool exists = false;
+        int rc = exec_put_create(d, op, &(md_row_t){0}, now, &exists);
+        if (rc || !exists)
             return rc;
     }
     md_row_t r;
@@ -521,7 +498,7 @@ static int exec_put(md_db_t *d, md_op_t *op)
         return rc;
     if (r.found && !r.implicit)
         return exec_put_update(d, op, &r, now);
-    return exec_put_create(d, op, &r, now);
+    return exec_put_create(d, op, &r, now, NULL);
 }
 
 static int exec_delete(md_db_t *d, md_op_t *op)
