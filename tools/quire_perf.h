@@ -16,6 +16,7 @@
  *                        producer_id/consumer_id/request_id; one connection
  *                        per producer/consumer, or a pool of N per broker URL
  *                        shared by all of them (--max-connections)
+ *   quire_perf_timer.c   timers of sub-millisecond precision (pacing, batches)
  *   quire_perf_client.c  the protocol client: one libev loop, the run's
  *                        phases, producers'/consumers' state machines
  *   quire_perf_main.c    main(): SIGINT, exit status
@@ -134,6 +135,48 @@ uint64_t perf_pace_due(const perf_pace_t *p, uint64_t now_ns);
 /* The scheduled time of message i. */
 uint64_t perf_pace_sched_ns(const perf_pace_t *p, uint64_t i);
 
+/* Precise timers (quire_perf_timer.c): libev's epoll backend sleeps whole
+ * milliseconds, rounded up, so its timers fire up to a millisecond late; the
+ * pace and batch timers use these instead: a min-heap of deadlines behind one
+ * timerfd (CLOCK_MONOTONIC, nanoseconds, the clock of clock_mono_ns). A timer
+ * fires once (a callback may start it again); its callback may start and stop
+ * any timer. */
+typedef struct perf_ptimer perf_ptimer_t;
+typedef void (*perf_ptimer_cb)(perf_ptimer_t *t);
+struct perf_ptimer {
+    uint64_t due_ns; /* clock_mono_ns() time */
+    uint64_t seq;    /* start order: equal deadlines fire in it */
+    uint64_t round;  /* the last expiry round that fired it */
+    size_t slot;     /* 1 + index in the heap; 0: not started */
+    perf_ptimer_cb cb;
+    void *data;
+};
+
+typedef struct perf_ptimers {
+    struct ev_loop *loop;
+    int fd;
+    ev_io io;
+    perf_ptimer_t **heap;
+    size_t n, cap;
+    uint64_t armed_ns; /* the timerfd's deadline; 0: disarmed */
+    uint64_t seq, round;
+} perf_ptimers_t;
+
+/* 0 or -errno. The timerfd's watcher does not keep the loop running. */
+int perf_ptimers_init(perf_ptimers_t *ts, struct ev_loop *loop);
+/* Stops every timer (without callbacks) and closes the timerfd. */
+void perf_ptimers_free(perf_ptimers_t *ts);
+void perf_ptimer_init(perf_ptimer_t *t, perf_ptimer_cb cb, void *data);
+/* (Re)starts t to fire at due_ns (a time already past fires at the loop's
+ * next iteration). 0 or -ENOMEM (t is then stopped). */
+int perf_ptimer_start(perf_ptimers_t *ts, perf_ptimer_t *t, uint64_t due_ns);
+/* No-op when t is not started. */
+void perf_ptimer_stop(perf_ptimers_t *ts, perf_ptimer_t *t);
+static inline bool perf_ptimer_active(const perf_ptimer_t *t)
+{
+    return t->slot != 0;
+}
+
 /* ================================================================ wire */
 
 /* Client commands, each one encoded frame in a new qbuf_t owned by the caller.
@@ -190,6 +233,18 @@ typedef struct perf_batch {
     char first_key[32];
     bool has_key;
 } perf_batch_t;
+
+/* When a producer paced by p, batching into b, must wake next to take
+ * messages (called when none is due at now_ns); 0: not before b's delay ends
+ * (its batch timer takes the due messages, then sends). A message taken into
+ * an open batch leaves with that batch whenever it is taken, so while a batch
+ * is open the pacer sleeps until the batch would be full (it is sent then) or
+ * its delay ends: two wake-ups per batch, not one per message. Without
+ * batching, PERF_PACE_QUANTUM_NS apart at least: at 50,000 msg/s a wake-up
+ * per message would cost more CPU than the messages. */
+#define PERF_PACE_QUANTUM_NS 100000u
+uint64_t perf_pace_wake_ns(const perf_pace_t *p, const perf_batch_t *b, const perf_opts_t *o,
+                           uint64_t now_ns);
 
 /* Appends one message (payload borrowed, key may be NULL). 0, -ENOMEM,
  * QE_TOO_LARGE (a plain batch already holds its message). */

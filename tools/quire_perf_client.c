@@ -92,7 +92,7 @@ typedef struct ep {
     char producer_name[PERF_MAX_NAME];
     bool have_name;
     perf_pace_t pace;
-    ev_timer pace_timer, batch_timer;
+    perf_ptimer_t pace_timer, batch_timer; /* precise: run->timers */
     perf_batch_t batch;
     uint64_t next_seq;
     uint64_t msgs_issued; /* taken into batches by this producer */
@@ -144,6 +144,7 @@ struct perf_run {
     char err[512];
     perf_scratch_t z, dz;
     size_t ready;
+    perf_ptimers_t timers; /* the producers' pace and batch timers */
 };
 
 static void ep_fail(ep_t *e, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -523,7 +524,7 @@ static void on_broker_close(ep_t *e)
             e->topic);
     e->epoch++;
     if (e->kind == EP_PRODUCER)
-        ev_timer_stop(e->run->loop, &e->pace_timer);
+        perf_ptimer_stop(&e->run->timers, &e->pace_timer);
     ep_begin(e);
 }
 
@@ -747,7 +748,7 @@ static int producer_grow_inflight(ep_t *p)
 static void producer_flush(ep_t *p)
 {
     perf_run_t *r = p->run;
-    ev_timer_stop(r->loop, &p->batch_timer);
+    perf_ptimer_stop(&r->timers, &p->batch_timer);
     if (p->batch.n == 0 || p->state != ST_READY)
         return;
     qbuf_t *frame = NULL;
@@ -772,18 +773,19 @@ static void producer_flush(ep_t *p)
     ep_send(p, 0, frame, "SEND");
 }
 
-static void batch_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+/* The messages due by now join the batch before it leaves (perf_pace_wake_ns);
+ * then the pacer is armed again for the next one. */
+static void batch_timer_cb(perf_ptimer_t *t)
 {
-    (void)loop;
-    (void)revents;
-    producer_flush(w->data);
+    ep_t *p = t->data;
+    producer_pump(p);
+    producer_flush(p);
+    producer_pump(p);
 }
 
-static void pace_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void pace_timer_cb(perf_ptimer_t *t)
 {
-    (void)loop;
-    (void)revents;
-    producer_pump(w->data);
+    producer_pump(t->data);
 }
 
 static void producer_add(ep_t *p, uint64_t sched_ns, uint64_t now_ns)
@@ -836,10 +838,11 @@ static void producer_pump(ep_t *p)
         uint64_t sched = now;
         if (o->rate > 0) {
             if (perf_pace_due(&p->pace, now) == 0) {
-                uint64_t next = perf_pace_sched_ns(&p->pace, p->pace.issued);
-                ev_timer_stop(r->loop, &p->pace_timer);
-                ev_timer_set(&p->pace_timer, next > now ? (double)(next - now) / 1e9 : 0, 0);
-                ev_timer_start(r->loop, &p->pace_timer);
+                uint64_t next = perf_pace_wake_ns(&p->pace, &p->batch, o, now);
+                if (next == 0)
+                    perf_ptimer_stop(&r->timers, &p->pace_timer);
+                else if (perf_ptimer_start(&r->timers, &p->pace_timer, next) != 0)
+                    ep_fail(p, -ENOMEM, "out of memory");
                 break;
             }
             sched = perf_pace_sched_ns(&p->pace, p->pace.issued);
@@ -849,14 +852,12 @@ static void producer_pump(ep_t *p)
         if (producer_batch_full(p))
             producer_flush(p);
     }
-    if (p->batch.n > 0 && p->state == ST_READY && !ev_is_active(&p->batch_timer)) {
+    if (p->batch.n > 0 && p->state == ST_READY && !perf_ptimer_active(&p->batch_timer)) {
         uint64_t due = p->batch.first_add_ns + (uint64_t)(o->batch_max_delay_ms * 1e6);
-        if (o->batch_max_delay_ms <= 0 || due <= now) {
+        if (o->batch_max_delay_ms <= 0 || due <= now)
             producer_flush(p);
-        } else {
-            ev_timer_set(&p->batch_timer, (double)(due - now) / 1e9, 0);
-            ev_timer_start(r->loop, &p->batch_timer);
-        }
+        else if (perf_ptimer_start(&r->timers, &p->batch_timer, due) != 0)
+            ep_fail(p, -ENOMEM, "out of memory");
     }
 }
 
@@ -886,10 +887,10 @@ static ep_t *ep_new(perf_run_t *r, ep_kind_t kind, size_t index, const char *top
                                          : PERF_LINK_RESOLVER;
     e->link.id = e->id;
     ev_timer_init(&e->op_timer, op_timer_cb, 1, 0);
-    ev_timer_init(&e->pace_timer, pace_timer_cb, 1, 0);
-    ev_timer_init(&e->batch_timer, batch_timer_cb, 1, 0);
+    perf_ptimer_init(&e->pace_timer, pace_timer_cb, e);
+    perf_ptimer_init(&e->batch_timer, batch_timer_cb, e);
     ev_timer_init(&e->ack_timer, ack_timer_cb, 1, 0);
-    e->op_timer.data = e->pace_timer.data = e->batch_timer.data = e->ack_timer.data = e;
+    e->op_timer.data = e->ack_timer.data = e;
     const perf_opts_t *o = r->o;
     if (kind == EP_PRODUCER) {
         e->ring_mask = EP_FIRST_CAP - 1;
@@ -929,8 +930,8 @@ static void ep_free(ep_t *e)
     struct ev_loop *loop = e->run->loop;
     perf_link_detach(&e->link);
     ev_timer_stop(loop, &e->op_timer);
-    ev_timer_stop(loop, &e->pace_timer);
-    ev_timer_stop(loop, &e->batch_timer);
+    perf_ptimer_stop(&e->run->timers, &e->pace_timer);
+    perf_ptimer_stop(&e->run->timers, &e->batch_timer);
     ev_timer_stop(loop, &e->ack_timer);
     for (size_t i = 0; i < e->if_count; i++)
         qbuf_unref(e->inflight[(e->if_head + i) % e->if_cap].frame);
@@ -1170,8 +1171,8 @@ static void run_close_begin(perf_run_t *r)
     }
     for (size_t i = 0; i < r->n_eps; i++) {
         ep_t *e = r->eps[i];
-        ev_timer_stop(r->loop, &e->pace_timer);
-        ev_timer_stop(r->loop, &e->batch_timer);
+        perf_ptimer_stop(&r->timers, &e->pace_timer);
+        perf_ptimer_stop(&r->timers, &e->batch_timer);
         if (e->state != ST_READY || !e->link.conn) {
             ev_timer_stop(r->loop, &e->op_timer);
             perf_link_detach(&e->link);
@@ -1219,8 +1220,8 @@ static void run_done(perf_run_t *r)
         ep_t *e = r->eps[i];
         ev_timer_stop(r->loop, &e->op_timer);
         ev_timer_stop(r->loop, &e->ack_timer);
-        ev_timer_stop(r->loop, &e->pace_timer);
-        ev_timer_stop(r->loop, &e->batch_timer);
+        perf_ptimer_stop(&r->timers, &e->pace_timer);
+        perf_ptimer_stop(&r->timers, &e->batch_timer);
     }
     if (r->resolver)
         ev_timer_stop(r->loop, &r->resolver->op_timer);
@@ -1243,6 +1244,12 @@ int perf_run_create(struct ev_loop *loop, const perf_opts_t *o, FILE *report_out
     if (perf_pool_create(loop, o->max_connections, &ep_conn_cbs, &r->pool) != 0) {
         free(r);
         return -ENOMEM;
+    }
+    int rc = perf_ptimers_init(&r->timers, loop);
+    if (rc != 0) {
+        perf_pool_free(r->pool);
+        free(r);
+        return rc;
     }
     perf_stats_reset(&r->iv);
     perf_stats_reset(&r->tot);
@@ -1280,7 +1287,7 @@ void perf_run_stop(perf_run_t *r)
         /* Send what is batched, as a client's close() flushes. */
         for (size_t i = r->n_cons; i < r->n_eps; i++) {
             ep_t *p = r->eps[i];
-            ev_timer_stop(r->loop, &p->pace_timer);
+            perf_ptimer_stop(&r->timers, &p->pace_timer);
             producer_flush(p);
         }
         double d = r->o->op_timeout_s < DRAIN_MAX_S ? r->o->op_timeout_s : DRAIN_MAX_S;
@@ -1338,5 +1345,6 @@ void perf_run_free(perf_run_t *r)
     ev_timer_stop(r->loop, &r->report_timer);
     ev_timer_stop(r->loop, &r->phase_timer);
     ev_timer_stop(r->loop, &r->drain_timer);
+    perf_ptimers_free(&r->timers);
     free(r);
 }

@@ -40,6 +40,30 @@ uint64_t perf_pace_sched_ns(const perf_pace_t *p, uint64_t i)
     return p->start_ns + (uint64_t)ceil((double)i * 1e9 / p->rate);
 }
 
+uint64_t perf_pace_wake_ns(const perf_pace_t *p, const perf_batch_t *b, const perf_opts_t *o,
+                           uint64_t now_ns)
+{
+    uint64_t next = perf_pace_sched_ns(p, p->issued);
+    if (!b->batching)
+        return next > now_ns + PERF_PACE_QUANTUM_NS ? next : now_ns + PERF_PACE_QUANTUM_NS;
+    if (b->n == 0)
+        return next; /* the first message of the next batch, on time */
+    /* Messages until the batch is full: by count, and by bytes at the mean
+     * size of those it holds. */
+    uint64_t room = o->batch_max_messages > b->n ? o->batch_max_messages - b->n : 1;
+    size_t per_msg = b->len / b->n;
+    if (per_msg && o->batch_max_bytes > b->len) {
+        uint64_t by_bytes = (o->batch_max_bytes - b->len + per_msg - 1) / per_msg;
+        if (by_bytes < room)
+            room = by_bytes;
+    }
+    uint64_t fill = perf_pace_sched_ns(p, p->issued + room - 1);
+    if (o->batch_max_delay_ms > 0 &&
+        fill >= b->first_add_ns + (uint64_t)(o->batch_max_delay_ms * 1e6))
+        return 0;
+    return fill;
+}
+
 /* ------------------------------------------------------------ stats */
 
 void perf_stats_reset(perf_stats_t *s)

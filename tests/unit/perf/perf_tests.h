@@ -9,6 +9,7 @@ void perf_register_opts(void);
 void perf_register_report(void);
 void perf_register_wire(void);
 void perf_register_client(void);
+void perf_register_timer(void);
 
 /* Decodes b as exactly one frame; 0 or the decoder's error. */
 int perf_test_decode(const qbuf_t *b, frame_t *f);

@@ -19,6 +19,7 @@ static void register_suites(void)
     perf_register_report();
     perf_register_wire();
     perf_register_client();
+    perf_register_timer();
 }
 
 int main(int argc, char **argv)

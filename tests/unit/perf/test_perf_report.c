@@ -37,6 +37,54 @@ static void test_pace(void)
     CU_ASSERT_EQUAL(perf_pace_due(&p, 5000000000ull), 0);
 }
 
+/* When the pacer wakes next: on time for a batch's first message, then when
+ * the open batch would fill or not before its delay ends; without batching no
+ * sooner than the quantum. */
+static void test_pace_wake(void)
+{
+    perf_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.batch_max_messages = 1000;
+    o.batch_max_bytes = 128 * 1024;
+    o.batch_max_delay_ms = 1;
+    perf_pace_t p;
+    perf_pace_init(&p, 1000000000ull, 50000.0); /* one message per 20 us */
+    p.issued = 100;                             /* message 100 is due at +2 ms */
+    uint64_t t100 = perf_pace_sched_ns(&p, 100), now = t100 - 10000;
+    perf_batch_t b;
+    memset(&b, 0, sizeof b);
+    b.batching = true;
+    /* No batch open: the next message opens one, on time. */
+    CU_ASSERT_EQUAL(perf_pace_wake_ns(&p, &b, &o, now), t100);
+    /* An open batch of 10 (1,100 bytes each) opened 0.2 ms ago: 990 more
+     * would fill it, long after its delay: the batch timer comes first. */
+    b.n = 10;
+    b.len = 11000;
+    b.first_add_ns = now - 200000;
+    CU_ASSERT_EQUAL(perf_pace_wake_ns(&p, &b, &o, now), 0);
+    /* 20 messages at most: full at the 10th more (message 109). */
+    o.batch_max_messages = 20;
+    CU_ASSERT_EQUAL(perf_pace_wake_ns(&p, &b, &o, now), perf_pace_sched_ns(&p, 109));
+    /* 16 KiB at most: 5,384 bytes of room is 5 messages of 1,100 (message 104). */
+    o.batch_max_messages = 1000;
+    o.batch_max_bytes = 16384;
+    CU_ASSERT_EQUAL(perf_pace_wake_ns(&p, &b, &o, now), perf_pace_sched_ns(&p, 104));
+    /* Filling after the delay ends is the batch timer's. */
+    b.first_add_ns = perf_pace_sched_ns(&p, 104) - 1000000;
+    CU_ASSERT_EQUAL(perf_pace_wake_ns(&p, &b, &o, now), 0);
+    /* Without batching: the quantum at 50,000 msg/s, on time at 1,000 msg/s. */
+    b.batching = false;
+    b.n = 0;
+    CU_ASSERT_EQUAL(perf_pace_wake_ns(&p, &b, &o, now), now + PERF_PACE_QUANTUM_NS);
+    perf_pace_init(&p, 1000000000ull, 1000.0);
+    CU_ASSERT_EQUAL(perf_pace_wake_ns(&p, &b, &o, 999000000ull), 1000000000ull);
+    p.issued = 1;
+    CU_ASSERT_EQUAL(perf_pace_wake_ns(&p, &b, &o, 1000000000ull), 1001000000ull);
+    /* Due in less than the quantum: the quantum. */
+    CU_ASSERT_EQUAL(perf_pace_wake_ns(&p, &b, &o, 1000950000ull),
+                    1000950000ull + PERF_PACE_QUANTUM_NS);
+}
+
 static void test_stats_merge(void)
 {
     perf_stats_t *a = malloc(sizeof *a), *b = malloc(sizeof *b);
@@ -162,6 +210,7 @@ void perf_register_report(void)
 {
     CU_pSuite s = CU_add_suite("perf_report", NULL, NULL);
     CU_add_test(s, "fixed-rate pacing", test_pace);
+    CU_add_test(s, "pacer wake-ups around batches", test_pace_wake);
     CU_add_test(s, "stats merge and reset", test_stats_merge);
     CU_add_test(s, "percentiles in ms", test_percentiles_text);
     CU_add_test(s, "interval line", test_interval_line);
