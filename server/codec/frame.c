@@ -254,7 +254,7 @@ static int unpack_plain(frame_budget_t *b, size_t len, const uint8_t *data,
     const ProtobufCFieldDescriptor *fd = has_type ? type_field(type) : NULL;
     if (!fd || (sub && sub_field != fd->id))
         return 1;
-    Pulsar__Proto__BaseCommand *cmd = b->alloc.alloc(b, sizeof *cmd);
+    Pulsar__Proto__BaseCommand *cmd = b->alloc.alloc(b->alloc.allocator_data, sizeof *cmd);
     if (!cmd)
         return frame_budget_error(b);
     pulsar__proto__base_command__init(cmd);
