@@ -182,7 +182,22 @@ class Pulsar:
             except ProcessLookupError:
                 pass
         self.pid_ = None
+        keep_log_tail(os.path.join(self.run, "pulsar.log"),
+                      os.path.join(self.workdir, "%s.log" % self.label))
         shutil.rmtree(self.run, ignore_errors=True)
+
+
+def keep_log_tail(src, dst, limit=4 << 20):
+    """Copies the last `limit` bytes of src to dst (the results keep the servers' logs)."""
+    try:
+        with open(src, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            data = f.read()
+        with open(dst, "ab") as f:
+            f.write(data)
+    except OSError:
+        pass
 
 
 def freeze(servers, active):
