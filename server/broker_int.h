@@ -75,10 +75,11 @@ struct broker {
      * before the loop next waits (flush_prepare; list through flush_next) */
     ev_prepare flush_prepare;
     conn_t *flush_list;
-    uint64_t socket_writes; /* writev calls to client sockets that wrote bytes */
-    uint64_t socket_bytes;  /* bytes those writes took */
-    uint64_t buffer_pauses; /* connections paused by it, ever */
-    char **shutdown_names;  /* topics still to close, in waves (broker.c) */
+    uint64_t socket_writes;    /* writev calls to client sockets that wrote bytes */
+    uint64_t socket_bytes;     /* bytes those writes took */
+    uint64_t socket_slice_max; /* most bytes one connection wrote in one loop iteration */
+    uint64_t buffer_pauses;    /* connections paused by it, ever */
+    char **shutdown_names;     /* topics still to close, in waves (broker.c) */
     size_t shutdown_n, shutdown_next;
     bool shutdown_starting; /* in shutdown_next_topics */
     size_t shutdown_calls;  /* metadata calls the closing topics may queue */
@@ -127,7 +128,9 @@ struct conn {
     wq_item_t *wq;
     size_t wq_head, wq_count, wq_cap;
     uint64_t wq_bytes;
-    bool flush_queued; /* on broker->flush_list, holding a reference */
+    unsigned int write_iter;   /* ev_iteration() of the last write */
+    uint64_t write_iter_bytes; /* bytes written to the socket in that iteration */
+    bool flush_queued;         /* on broker->flush_list, holding a reference */
     conn_t *flush_next;
     uint64_t pending_publish_bytes;
     int publish_throttles; /* topics whose publish rate paused reads here (limits.c) */
@@ -157,6 +160,9 @@ void conn_send_error(conn_t *c, uint64_t request_id, pb_error_t err, const char 
 void conn_send_success(conn_t *c, uint64_t request_id);
 /* Bytes queued and not yet written: dispatchers stop sending above this. */
 #define CONN_WQ_HIGH_BYTES (8u << 20)
+/* A connection writes at most this much to its socket per loop iteration; the
+ * rest goes when the loop comes round again (connection.c, conn_flush). */
+#define CONN_WRITE_SLICE_BYTES (512u << 10)
 static inline bool conn_writable(const conn_t *c)
 {
     return c->state == CONN_READY && c->wq_bytes < CONN_WQ_HIGH_BYTES;

@@ -16,7 +16,11 @@
  * frames a loop iteration queues for one connection leave together, in one
  * writev, just before the loop next waits (broker_flush_cb), or at once when
  * CONN_FLUSH_BYTES are queued: a client that sends a thousand commands in one
- * read gets its replies in a few writes, not a thousand. The queue's bytes are
+ * read gets its replies in a few writes, not a thousand. A connection writes
+ * at most CONN_WRITE_SLICE_BYTES per loop iteration; the rest waits for its
+ * write watcher, so a consumer catching up at gigabytes a second does not hold
+ * the loop (and every producer's receipts) in one long copy into its socket.
+ * The queue's bytes are
  * bounded for dispatch (conn_writable) — a consumer whose client does not read
  * stops receiving — and hard-bounded overall: a client that lets
  * CONN_WQ_MAX_BYTES pile up is disconnected.
@@ -128,8 +132,10 @@ void conn_close(conn_t *c, const char *why)
         return;
     broker_t *b = c->broker;
     log_info("conn", "%s: closing: %s", c->peer, why);
-    if (c->wq_count > 0 && !ev_is_active(&c->write_watcher))
-        conn_flush(c); /* what it was last sent (an error, say), if the socket takes it */
+    if (c->wq_count > 0 && !ev_is_active(&c->write_watcher)) {
+        c->write_iter_bytes = 0; /* a last write: this iteration's slice does not apply */
+        conn_flush(c);           /* what it was last sent (an error, say), if the socket takes it */
+    }
     c->state = CONN_CLOSED;
     ev_io_stop(b->loop, &c->read_watcher);
     ev_io_stop(b->loop, &c->write_watcher);
@@ -228,17 +234,24 @@ static int wq_push(conn_t *c, qbuf_t *buf, size_t off, size_t len)
     return 0;
 }
 
-/* Writes as much as the socket takes. Returns 0, or a negative errno on a
- * broken connection. */
+/* Writes as much as the socket takes, up to this iteration's slice. Returns 0,
+ * or a negative errno on a broken connection. */
 static int conn_flush(conn_t *c)
 {
-    while (c->wq_count > 0) {
+    unsigned int iter = ev_iteration(c->broker->loop);
+    if (c->write_iter != iter) {
+        c->write_iter = iter;
+        c->write_iter_bytes = 0;
+    }
+    while (c->wq_count > 0 && c->write_iter_bytes < CONN_WRITE_SLICE_BYTES) {
         struct iovec iov[CONN_WRITE_IOV];
         int n = 0;
-        for (size_t i = 0; i < c->wq_count && n < CONN_WRITE_IOV; i++, n++) {
+        size_t room = CONN_WRITE_SLICE_BYTES - c->write_iter_bytes;
+        for (size_t i = 0; i < c->wq_count && n < CONN_WRITE_IOV && room > 0; i++, n++) {
             wq_item_t *it = &c->wq[(c->wq_head + i) % c->wq_cap];
             iov[n].iov_base = it->buf->data + it->off;
-            iov[n].iov_len = it->len;
+            iov[n].iov_len = it->len < room ? it->len : room;
+            room -= iov[n].iov_len;
         }
         ssize_t w = conn_io_writev(&c->io, iov, n);
         if (w < 0) {
@@ -246,6 +259,9 @@ static int conn_flush(conn_t *c)
                 break;
             return -errno;
         }
+        c->write_iter_bytes += (uint64_t)w;
+        if (c->write_iter_bytes > c->broker->socket_slice_max)
+            c->broker->socket_slice_max = c->write_iter_bytes;
         c->wq_bytes -= (uint64_t)w;
         c->broker->wq_bytes_total -= (uint64_t)w;
         c->broker->socket_writes++;

@@ -211,6 +211,11 @@ tclient_t *tclient_open(tbroker_t *tb)
     return c;
 }
 
+int tclient_fd(const tclient_t *c)
+{
+    return c->fd;
+}
+
 void tclient_close(tclient_t *c)
 {
     if (!c)

@@ -36,6 +36,8 @@ tclient_t *tclient_connect(tbroker_t *tb, const char *client_version);
 /* Connects without a handshake (raw bytes tests). */
 tclient_t *tclient_open(tbroker_t *tb);
 void tclient_close(tclient_t *c);
+/* The client's socket (to set socket options in a test). */
+int tclient_fd(const tclient_t *c);
 int tclient_send_raw(tclient_t *c, const void *bytes, size_t len);
 int tclient_send(tclient_t *c, const Pulsar__Proto__BaseCommand *cmd);
 /* SEND of one message (or a batch of n when n > 1) with the given key. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/errors.h"
 #include "common/hashmap.h"
@@ -470,6 +471,61 @@ static void test_replies_coalesced(void)
     tbroker_stop(tb);
 }
 
+/* A consumer that is sent megabytes at once gets them in slices of at most
+ * CONN_WRITE_SLICE_BYTES per loop iteration (so one consumer's catch-up does
+ * not hold the loop), and every message arrives whole and in order: the
+ * slices continue without any other event. The receiving socket takes 4 MiB,
+ * so without the slice a single iteration writes far more. */
+static void test_write_slices(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *p = tclient_connect(tb, "test");
+    tclient_t *r = tclient_connect(tb, "test");
+    TEST_REQUIRE(p && r);
+    int rcvbuf = 4 << 20;
+    CU_ASSERT_EQUAL(setsockopt(tclient_fd(r), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf), 0);
+    enum { MSGS = 24, SIZE = 200 << 10 };
+    const char *topic = T "write-slices";
+    CU_ASSERT_EQUAL(tclient_create_producer(p, topic, 1), 0);
+    char *msg = malloc(SIZE + 1);
+    TEST_REQUIRE(msg != NULL);
+    for (int i = 0; i < MSGS; i++) {
+        memset(msg, 'A' + i, SIZE);
+        msg[SIZE] = '\0';
+        CU_ASSERT_EQUAL(tclient_produce(p, 1, (uint64_t)i, NULL, msg, NULL, NULL), 0);
+    }
+    const Pulsar__Proto__CommandSubscribe__SubType excl =
+        PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Exclusive;
+    broker_t *b = tbroker_broker(tb);
+    CU_ASSERT_EQUAL(tclient_subscribe(r, topic, "s", 1, excl, "r", NULL, 0), 0);
+    uint64_t bytes0 = b->socket_bytes, writes0 = b->socket_writes;
+    b->socket_slice_max = 0;
+    tclient_flow(r, 1, MSGS);
+    tframe_t *f[MSGS];
+    size_t n = receive_messages(r, f, MSGS, 10.0);
+    CU_ASSERT_EQUAL(n, MSGS);
+    char *text = malloc(SIZE + 16);
+    TEST_REQUIRE(text != NULL);
+    for (size_t i = 0; i < n; i++) {
+        payload_text(f[i], text, SIZE + 16);
+        CU_ASSERT_EQUAL(strlen(text), SIZE);
+        CU_ASSERT_EQUAL(text[0], 'A' + (int)i);
+        CU_ASSERT_EQUAL(text[SIZE - 1], 'A' + (int)i);
+    }
+    uint64_t bytes = b->socket_bytes - bytes0, writes = b->socket_writes - writes0;
+    CU_ASSERT_TRUE(bytes >= (uint64_t)MSGS * SIZE);
+    CU_ASSERT_TRUE(b->socket_slice_max > 0);
+    CU_ASSERT_TRUE(b->socket_slice_max <= CONN_WRITE_SLICE_BYTES);
+    CU_ASSERT_TRUE(writes >= bytes / CONN_WRITE_SLICE_BYTES);
+    free_frames(f, n);
+    free(text);
+    free(msg);
+    tclient_close(p);
+    tclient_close(r);
+    tbroker_stop(tb);
+}
+
 typedef struct traffic_seen {
     int topics, subs;
     char topic[256];
@@ -610,6 +666,7 @@ static void register_suites(void)
     CU_add_test(s, "replay set key counts", test_replay_key_counts);
     CU_add_test(s, "publish buffer bound held", test_publish_buffer_bound);
     CU_add_test(s, "replies coalesced", test_replies_coalesced);
+    CU_add_test(s, "writes in slices per loop iteration", test_write_slices);
     CU_add_test(s, "traffic drain: only what moved", test_traffic_drain);
 }
 
