@@ -30,13 +30,15 @@ typedef struct qb_options {
     int port;
     bool journal_sync;
     uint32_t large_entry_bytes; /* journalLargeEntryThreshold */
+    uint32_t compact_rate;      /* compactionRateByBytes */
 } qb_options_t;
 
 static void qb_usage(FILE *out)
 {
     fprintf(out, "usage: quire bookie --data-dir DIR [--bookiePort=N] [--bindAddress=ADDR]\n"
                  "                    [--journalSyncData=true|false]\n"
-                 "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n");
+                 "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n"
+                 "                    [--compactionRateByBytes=BYTES_PER_S (0: unpaced)]\n");
 }
 
 /* If argv[*i] is option `name` ("--name=v" or "--name v"), sets *value and
@@ -109,6 +111,9 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--journalLargeEntryThreshold", &v)) != 0) {
         if (m > 0 && qb_parse_u32(v, BOOKIE_LARGE_ENTRY_BYTES_MAX, &o->large_entry_bytes) < 0)
             m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--compactionRateByBytes", &v)) != 0) {
+        if (m > 0 && qb_parse_u32(v, UINT32_MAX, &o->compact_rate) < 0)
+            m = -2;
     }
     if (m == 1)
         return 0;
@@ -130,6 +135,7 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     bookie_config_t defaults;
     bookie_config_defaults(&defaults);
     o->large_entry_bytes = defaults.journal_large_entry_bytes;
+    o->compact_rate = (uint32_t)defaults.gc_compact_bytes_per_s;
     int first = 1;
     if (argc > 1 && strcmp(argv[1], "bookie") == 0)
         first = 2; /* called with the program's own argv: "quire bookie ..." */
@@ -200,6 +206,7 @@ int quire_bookie_main(int argc, char **argv)
     cfg.data_dir = o.data_dir;
     cfg.journal_sync = o.journal_sync;
     cfg.journal_large_entry_bytes = o.large_entry_bytes;
+    cfg.gc_compact_bytes_per_s = o.compact_rate;
     bookie_t *bk;
     int rc = bookie_open(loop, &cfg, &bk);
     if (rc < 0) {

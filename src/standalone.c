@@ -218,6 +218,13 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.journal_large_entry_bytes = (uint32_t)large;
+    int64_t compact_rate = 0;
+    if (qconfig_get_int(sa->conf, "compactionRateByBytes", (int64_t)bc.gc_compact_bytes_per_s, 0,
+                        INT64_MAX, &compact_rate) < 0) {
+        log_error("standalone", "compactionRateByBytes: expected bytes per second, 0 = unpaced");
+        return QE_INVALID;
+    }
+    bc.gc_compact_bytes_per_s = (uint64_t)compact_rate;
     rc = bookie_open(sa->loop, &bc, &sa->bookie);
     if (rc < 0) {
         log_error("standalone", "bookie %s: %s", path, q_strerror(rc));

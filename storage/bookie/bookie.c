@@ -52,6 +52,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .pending_adds_max = 100000,
         .gc_compact_ratio = 0.5,
         .gc_interval_ms = 60000,
+        .gc_compact_bytes_per_s = 32u << 20,
         .journal_large_entry_bytes = 16u << 10,
     };
 }

@@ -52,6 +52,11 @@ typedef struct bookie_config {
     uint32_t pending_adds_max;          /* adds queued beyond this get QE_BUSY (100000) */
     double gc_compact_ratio;            /* compact logs with less live data than this (0.5) */
     uint32_t gc_interval_ms;            /* garbage collection period (60000) */
+    /* Compaction copies at most this many bytes a second, synced a step of
+     * GC_COMPACT_STEP_BYTES at a time (compactionRateByBytes; 32 MiB/s; 0:
+     * unpaced): unpaced, a compaction wrote hundreds of MB and synced them at
+     * once, and every add's fdatasync queued behind that write-out. */
+    uint64_t gc_compact_bytes_per_s;
     /* Adds of at least this many bytes are written once: to a "direct" entry
      * log by the journal thread (fdatasynced before the acknowledgement, like
      * the journal), with only a reference in the journal, and are never copied

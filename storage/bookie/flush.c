@@ -50,9 +50,12 @@
  * live/size below gc_compact_ratio is compacted: its index-live records are
  * read back (checksum verified), appended to the current log, synced, the
  * index moved to the copies (only where it still points at the old record),
- * then the old log deleted. The current log is never compacted; if it holds
- * no live data it is retired (the next flush starts a new log) and deleted.
- * Finally tombstones of deleted ledgers no log mentions any more are dropped.
+ * then the old log deleted. Copies are synced and moved a step of
+ * GC_COMPACT_STEP_BYTES at a time, paced to gc_compact_bytes_per_s; a stop
+ * of the flush thread abandons the compaction between steps (the log stays,
+ * the copies made so far are where the index points). The current log is never compacted; if it
+ * holds no live data it is retired (the next flush starts a new log) and deleted. Finally
+ * tombstones of deleted ledgers no log mentions any more are dropped.
  */
 #include <assert.h>
 #include <dirent.h>
@@ -68,6 +71,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/crc32c.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -79,6 +83,7 @@
 #define FLUSH_APPLY_BATCH 4096u
 #define META_REWRITE_MIN_BYTES (4u << 20)
 #define GC_CHUNK_RECORDS 4096u
+#define GC_COMPACT_STEP_BYTES (1u << 20) /* compaction copies synced together */
 
 /* ----------------------------------------------------------- checkpoint -- */
 
@@ -539,33 +544,6 @@ static int gc_apply_moves(bookie_t *bk, uint32_t old_id, const gc_move_t *mv, ui
 }
 
 /* Copies one chunk of idx records' live entries; fills mv, returns count or < 0. */
-static int gc_copy_chunk(bookie_t *bk, entry_log_t *log, const uint8_t *recs, uint32_t nrec,
-                         gc_move_t *mv)
-{
-    uint32_t n = 0;
-    pthread_mutex_lock(&bk->lock);
-    for (uint32_t i = 0; i < nrec; i++) {
-        const uint8_t *r = recs + (size_t)i * ELOG_IDX_RECORD_BYTES;
-        int64_t lid = (int64_t)get_le64(r), eid = (int64_t)get_le64(r + 8);
-        const ledger_t *l = ledger_find(&bk->ledgers, lid);
-        const idx_loc_t *loc = l && !l->deleted ? ledger_index_find(l, eid) : NULL;
-        if (loc && loc->log_id == log->id && loc->offset == get_le64(r + 16))
-            mv[n++] = (gc_move_t){lid, eid, loc->offset, 0, 0, loc->length};
-    }
-    pthread_mutex_unlock(&bk->lock);
-    for (uint32_t i = 0; i < n; i++) {
-        qbuf_t *b = NULL;
-        int rc = entry_log_read(log, mv[i].old_off, mv[i].len, mv[i].ledger_id, mv[i].entry_id, &b);
-        if (rc == 0)
-            rc = elog_append(&bk->writer, mv[i].ledger_id, mv[i].entry_id, b->data, b->len,
-                             &mv[i].new_log, &mv[i].new_off);
-        qbuf_unref(b);
-        if (rc)
-            return rc;
-    }
-    return (int)n;
-}
-
 static void flush_job_run(bookie_t *bk, write_cache_t *wc, journal_pos_t cp);
 
 /* A GC pass can take seconds (compacting copies every live record of a log),
@@ -584,8 +562,91 @@ static void gc_yield_to_flush(bookie_t *bk)
         flush_job_run(bk, wc, cp);
 }
 
+/* Waits until `copied` bytes since t0_us are within gc_compact_bytes_per_s,
+ * running any flush asked for meanwhile. QE_SHUTDOWN when the flush thread is
+ * stopping. */
+static int gc_pace(bookie_t *bk, uint64_t t0_us, uint64_t copied)
+{
+    uint64_t rate = bk->cfg.gc_compact_bytes_per_s;
+    if (!rate)
+        return 0;
+    uint64_t due = t0_us + (uint64_t)((double)copied * 1e6 / (double)rate);
+    for (;;) {
+        pthread_mutex_lock(&bk->flock);
+        bool stop = bk->flusher_stopping, flush = bk->job_flush;
+        uint64_t now = clock_mono_us();
+        if (!stop && !flush && now < due) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts); /* fcond's clock */
+            uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000u;
+            ts.tv_sec += (time_t)(ns / 1000000000u);
+            ts.tv_nsec = (long)(ns % 1000000000u);
+            pthread_cond_timedwait(&bk->fcond, &bk->flock, &ts);
+            stop = bk->flusher_stopping;
+            flush = bk->job_flush;
+            now = clock_mono_us();
+        }
+        pthread_mutex_unlock(&bk->flock);
+        if (stop)
+            return QE_SHUTDOWN;
+        if (flush)
+            gc_yield_to_flush(bk);
+        else if (now >= due)
+            return 0;
+    }
+}
+
+/* Copies one chunk of a log's idx records: those the index still points at
+ * are read back (checksum verified) and appended to the writer's log; every
+ * GC_COMPACT_STEP_BYTES the copies are synced, the index moved to them, a
+ * waiting flush run and the pace kept. Adds the bytes copied to *copied. */
+static int gc_copy_chunk(bookie_t *bk, entry_log_t *log, const uint8_t *recs, uint32_t nrec,
+                         gc_move_t *mv, uint64_t t0_us, uint64_t *copied)
+{
+    uint32_t n = 0;
+    pthread_mutex_lock(&bk->lock);
+    for (uint32_t i = 0; i < nrec; i++) {
+        const uint8_t *r = recs + (size_t)i * ELOG_IDX_RECORD_BYTES;
+        int64_t lid = (int64_t)get_le64(r), eid = (int64_t)get_le64(r + 8);
+        const ledger_t *l = ledger_find(&bk->ledgers, lid);
+        const idx_loc_t *loc = l && !l->deleted ? ledger_index_find(l, eid) : NULL;
+        if (loc && loc->log_id == log->id && loc->offset == get_le64(r + 16))
+            mv[n++] = (gc_move_t){lid, eid, loc->offset, 0, 0, loc->length};
+    }
+    pthread_mutex_unlock(&bk->lock);
+    uint32_t done = 0;
+    uint64_t step = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        qbuf_t *b = NULL;
+        int rc = entry_log_read(log, mv[i].old_off, mv[i].len, mv[i].ledger_id, mv[i].entry_id, &b);
+        if (rc == 0)
+            rc = elog_append(&bk->writer, mv[i].ledger_id, mv[i].entry_id, b->data, b->len,
+                             &mv[i].new_log, &mv[i].new_off);
+        qbuf_unref(b);
+        if (rc)
+            return rc;
+        step += mv[i].len;
+        if (step < GC_COMPACT_STEP_BYTES && i + 1 < n)
+            continue;
+        rc = elog_sync(&bk->writer);
+        if (rc == 0)
+            rc = gc_apply_moves(bk, log->id, mv + done, i + 1 - done);
+        if (rc)
+            return rc;
+        done = i + 1;
+        *copied += step;
+        step = 0;
+        gc_yield_to_flush(bk); /* between steps: the writer is synced */
+        rc = gc_pace(bk, t0_us, *copied);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 static int gc_compact_log(bookie_t *bk, entry_log_t *log)
 {
+    uint64_t t0 = clock_mono_us(), copied = 0;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%08" PRIx32 ".idx", bk->ldir, log->id);
     int rc = elog_ensure_after(&bk->writer, log->id); /* copies after the originals */
@@ -602,23 +663,28 @@ static int gc_compact_log(bookie_t *bk, entry_log_t *log)
         if (want > GC_CHUNK_RECORDS * ELOG_IDX_RECORD_BYTES)
             want = GC_CHUNK_RECORDS * ELOG_IDX_RECORD_BYTES;
         rc = bk_pread_all(fd, recs, want, off);
-        int n =
-            rc ? rc : gc_copy_chunk(bk, log, recs, (uint32_t)(want / ELOG_IDX_RECORD_BYTES), mv);
-        rc = n < 0 ? n : elog_sync(&bk->writer);
         if (rc == 0)
-            rc = gc_apply_moves(bk, log->id, mv, (uint32_t)n);
+            rc = gc_copy_chunk(bk, log, recs, (uint32_t)(want / ELOG_IDX_RECORD_BYTES), mv, t0,
+                               &copied);
         off += want;
-        if (rc == 0)
-            gc_yield_to_flush(bk); /* between chunks: the writer is synced */
     }
     close(fd);
     free(recs);
     free(mv);
+    if (rc == QE_SHUTDOWN) {
+        log_info("bookie", "gc: compaction of entry log %08" PRIx32 " stopped (closing); log kept",
+                 log->id);
+        return rc;
+    }
     if (rc) {
         log_error("bookie", "gc: compaction of entry log %08" PRIx32 " failed: %s; log kept",
                   log->id, q_strerror(rc));
         return rc;
     }
+    log_info("bookie",
+             "gc: compacted entry log %08" PRIx32 ": %" PRIu64 " of %" PRIu64
+             " bytes live, copied in %" PRIu64 " ms",
+             log->id, copied, log->size, (clock_mono_us() - t0) / 1000);
     gc_remove_log(bk, log);
     atomic_fetch_add(&bk->gc_logs_compacted, 1);
     return 0;

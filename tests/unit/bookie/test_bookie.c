@@ -508,21 +508,30 @@ static void test_delete_and_gc_removes_log(void)
     free(dir);
 }
 
+/* One entry log, 90 % of it ledger 10 (deleted) and 10 % ledger 11 (10
+ * entries of 3000 bytes, live), reopened so that the log is not the current
+ * one: the next GC compacts it. *before is the log's path. */
+static bookie_t *compaction_setup(const bookie_config_t *cfg, char *before, size_t n)
+{
+    bookie_t *bk = bt_open(cfg);
+    for (int e = 0; e < 90; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 10, e, e - 1, 3000), 0);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 11, e, e - 1, 3000), 0);
+    bookie_close(bk);
+    bk = bt_open(cfg);
+    TEST_REQUIRE(bt_count_files(cfg->data_dir, "ledgers", ".log", before, n) == 1);
+    CU_ASSERT_EQUAL(bt_delete(bk, 10), 0);
+    return bk;
+}
+
 static void test_compaction_keeps_live_entries(void)
 {
     char *dir = bt_dir("bk-compact");
     bookie_config_t cfg;
     bt_config(&cfg, dir);
-    bookie_t *bk = bt_open(&cfg);
-    for (int e = 0; e < 90; e++) /* ledger 10: 90% of the log, to be deleted */
-        CU_ASSERT_EQUAL(bt_add(bk, 10, e, e - 1, 3000), 0);
-    for (int e = 0; e < 10; e++) /* ledger 11: 10%, live */
-        CU_ASSERT_EQUAL(bt_add(bk, 11, e, e - 1, 3000), 0);
-    bookie_close(bk);
-    bk = bt_open(&cfg);
     char before[4096], after[4096];
-    TEST_REQUIRE(bt_count_files(dir, "ledgers", ".log", before, sizeof before) == 1);
-    CU_ASSERT_EQUAL(bt_delete(bk, 10), 0);
+    bookie_t *bk = compaction_setup(&cfg, before, sizeof before);
     CU_ASSERT_EQUAL(bt_gc(bk), 0);
     bookie_stats_t st;
     bookie_get_stats(bk, &st);
@@ -540,6 +549,49 @@ static void test_compaction_keeps_live_entries(void)
     CU_ASSERT_EQUAL(bt_read(bk, 10, 0, NULL, NULL), QE_NO_LEDGER);
     bookie_get_stats(bk, &st);
     CU_ASSERT_EQUAL(st.ledgers, 1);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* A paced compaction (1 byte a second: it waits after its first step for as
+ * long as the test lasts) does not hold back the flushes that adds need
+ * meanwhile, and closing the bookie stops it between steps: the log is kept,
+ * every entry reads back after a reopen, and an unpaced GC then compacts it. */
+static void test_compaction_paced(void)
+{
+    char *dir = bt_dir("bk-compact-paced");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.write_cache_bytes = 64u << 10; /* the adds below need ~10 flushes */
+    cfg.gc_compact_bytes_per_s = 1;
+    char before[4096], after[4096];
+    bookie_t *bk = compaction_setup(&cfg, before, sizeof before);
+    bt_res_t gc = {0};
+    CU_ASSERT_EQUAL(bookie_gc_now(bk, bt_done_cb, &gc), 0);
+    test_run_for(bt_loop, 0.2);
+    CU_ASSERT_FALSE(gc.done);     /* copied its first step, now pacing */
+    for (int e = 0; e < 200; e++) /* 600 KB through a 64 KiB write cache */
+        CU_ASSERT_EQUAL(bt_add(bk, 12, e, e - 1, 3000), 0);
+    CU_ASSERT_FALSE(gc.done);
+    bookie_close(bk); /* stops the compaction */
+    CU_ASSERT_TRUE(gc.done);
+    CU_ASSERT_EQUAL(gc.rc, QE_SHUTDOWN);
+    cfg.gc_compact_bytes_per_s = 0;
+    bk = bt_open(&cfg);
+    TEST_REQUIRE(bt_count_files(dir, "ledgers", ".log", after, sizeof after) >= 1);
+    CU_ASSERT_EQUAL(access(before, F_OK), 0); /* the compacted log was kept */
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
+    for (int e = 0; e < 200; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 12, e, 3000), 0);
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    CU_ASSERT_NOT_EQUAL(access(before, F_OK), 0);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
     bookie_close(bk);
     test_rm_rf(dir);
     free(dir);
@@ -1039,6 +1091,7 @@ static void register_suites(void)
     CU_add_test(s, "lac and last entry", test_lac_and_last_entry);
     CU_add_test(s, "delete + gc removes the log", test_delete_and_gc_removes_log);
     CU_add_test(s, "compaction keeps live entries", test_compaction_keeps_live_entries);
+    CU_add_test(s, "compaction paced: flushes go on, close stops it", test_compaction_paced);
     CU_add_test(s, "many ledgers interleaved", test_many_ledgers_interleaved);
     CU_add_test(s, "write cache overflow flushes", test_write_cache_overflow_flushes);
     CU_add_test(s, "adds wait for write cache room", test_adds_wait_for_room);
