@@ -20,10 +20,9 @@
  * at most CONN_WRITE_SLICE_BYTES per loop iteration; the rest waits for its
  * write watcher, so a consumer catching up at gigabytes a second does not hold
  * the loop (and every producer's receipts) in one long copy into its socket.
- * The queue's bytes are
- * bounded for dispatch (conn_writable) — a consumer whose client does not read
- * stops receiving — and hard-bounded overall: a client that lets
- * CONN_WQ_MAX_BYTES pile up is disconnected.
+ * The queue's bytes are bounded for dispatch (conn_writable) — a consumer
+ * whose client does not read stops receiving — and hard-bounded overall: a
+ * client that lets CONN_WQ_MAX_BYTES pile up is disconnected.
  *
  * Keepalive: every keepAliveIntervalSeconds the broker sends PING if nothing
  * arrived since the last tick; a connection silent for two ticks, or that has

@@ -51,11 +51,12 @@
  * read back (checksum verified), appended to the current log, synced, the
  * index moved to the copies (only where it still points at the old record),
  * then the old log deleted. Copies are synced and moved a step of
- * GC_COMPACT_STEP_BYTES at a time, paced to gc_compact_bytes_per_s; a stop
- * of the flush thread abandons the compaction between steps (the log stays,
- * the copies made so far are where the index points). The current log is never compacted; if it
- * holds no live data it is retired (the next flush starts a new log) and deleted. Finally
- * tombstones of deleted ledgers no log mentions any more are dropped.
+ * GC_COMPACT_STEP_BYTES at a time, paced to gc_compact_bytes_per_s; a stop of
+ * the flush thread abandons the compaction between steps (the log stays, the
+ * copies made so far are where the index points). The current log is never
+ * compacted; if it holds no live data it is retired (the next flush starts a
+ * new log) and deleted. Finally tombstones of deleted ledgers no log mentions
+ * any more are dropped.
  */
 #include <assert.h>
 #include <dirent.h>
@@ -543,7 +544,6 @@ static int gc_apply_moves(bookie_t *bk, uint32_t old_id, const gc_move_t *mv, ui
     return rc;
 }
 
-/* Copies one chunk of idx records' live entries; fills mv, returns count or < 0. */
 static void flush_job_run(bookie_t *bk, write_cache_t *wc, journal_pos_t cp);
 
 /* A GC pass can take seconds (compacting copies every live record of a log),
