@@ -176,9 +176,9 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
     ev_signal_start(loop, &sigterm);
     ev_signal_start(loop, &sigint);
     printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
-           "journalLargeEntryThreshold=%u)\n",
+           "journalLargeEntryThreshold=%u, compactionRateByBytes=%u)\n",
            o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
-           o->large_entry_bytes);
+           o->large_entry_bytes, o->compact_rate);
     fflush(stdout);
     ev_run(loop, 0);
     ev_signal_stop(loop, &sigterm);

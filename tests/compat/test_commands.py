@@ -21,10 +21,11 @@ def run(args, timeout=BOUND_S):
                           text=True, timeout=timeout)
 
 
-def test_bookie_large_entry_threshold_option():
+def test_bookie_storage_options():
     with tempfile.TemporaryDirectory(prefix="quire-bookie-cli-") as d:
         p = subprocess.Popen([QUIRE_BIN, "bookie", "--data-dir", d, "--bookiePort=0",
-                              "--bindAddress=127.0.0.1", "--journalLargeEntryThreshold=65536"],
+                              "--bindAddress=127.0.0.1", "--journalLargeEntryThreshold=65536",
+                              "--compactionRateByBytes=1048576"],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         try:
@@ -36,17 +37,26 @@ def test_bookie_large_entry_threshold_option():
                     break
             assert "quire bookie: listening on 127.0.0.1:" in line, line
             assert "journalLargeEntryThreshold=65536" in line, line
+            assert "compactionRateByBytes=1048576" in line, line
         finally:
             p.send_signal(signal.SIGTERM)
             assert p.wait(timeout=BOUND_S) == 0
 
 
-@pytest.mark.parametrize("value", ["-5", "99999999999", "abc", ""])
-def test_bookie_bad_threshold_refused(value):
+@pytest.mark.parametrize("key,value", [
+    ("journalLargeEntryThreshold", "-5"),
+    ("journalLargeEntryThreshold", "99999999999"),
+    ("journalLargeEntryThreshold", "abc"),
+    ("journalLargeEntryThreshold", ""),
+    ("compactionRateByBytes", "-1"),
+    ("compactionRateByBytes", "99999999999"),
+    ("compactionRateByBytes", "fast"),
+])
+def test_bookie_bad_value_refused(key, value):
     with tempfile.TemporaryDirectory(prefix="quire-bookie-cli-") as d:
-        r = run(["bookie", "--data-dir", d, f"--journalLargeEntryThreshold={value}"])
+        r = run(["bookie", "--data-dir", d, f"--{key}={value}"])
         assert r.returncode == 2
-        assert "journalLargeEntryThreshold" in r.stderr
+        assert key in r.stderr
         assert os.listdir(d) == []  # nothing opened
 
 
@@ -56,6 +66,8 @@ def test_bookie_bad_threshold_refused(value):
     ("managedLedgerCacheEvictionTimeThresholdMillis", "-3"),
     ("bookkeeperClientTimeoutInSeconds", "0"),
     ("bookkeeperClientTimeoutInSeconds", "ten"),
+    ("compactionRateByBytes", "-1"),
+    ("compactionRateByBytes", "fast"),
 ])
 def test_standalone_bad_value_refused(key, value):
     with tempfile.TemporaryDirectory(prefix="quire-sa-cli-") as d:
