@@ -785,6 +785,8 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     pthread_mutex_unlock(&bk->lock);
     out->gc_logs_removed = atomic_load(&bk->gc_logs_removed);
     out->gc_logs_compacted = atomic_load(&bk->gc_logs_compacted);
+    out->gc_compacted_bytes = atomic_load(&bk->gc_compacted_bytes);
+    out->gc_logs_freeing = gc_trash_waiting();
 }
 
 void bookie_test_fail_journal(bookie_t *bk, int err)

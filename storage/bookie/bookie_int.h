@@ -104,7 +104,7 @@ struct bookie {
     uint64_t meta_size, meta_records;
     bool meta_rewrite; /* tombstones collected: rewrite ledgers.meta */
     atomic_int flush_failed;
-    atomic_uint_fast64_t gc_logs_removed, gc_logs_compacted;
+    atomic_uint_fast64_t gc_logs_removed, gc_logs_compacted, gc_compacted_bytes;
 };
 
 /* flush.c */
@@ -114,6 +114,9 @@ int gc_run(bookie_t *bk);
 #define GC_TRASH_SUFFIX ".del"
 /* Deletes what such background removals left (a crash, a stop): at open. */
 void gc_trash_sweep(const char *ldir);
+/* Removed logs (of every bookie of the process) whose blocks are still being
+ * freed in the background. */
+uint64_t gc_trash_waiting(void);
 int checkpoint_load(const char *ldir, journal_pos_t *out);
 int meta_file_open(bookie_t *bk);
 int flusher_start(bookie_t *bk);

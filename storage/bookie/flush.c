@@ -471,6 +471,12 @@ static void *trash_main(void *p)
     return NULL;
 }
 
+uint64_t gc_trash_waiting(void)
+{
+    int w = atomic_load(&trash_waiting);
+    return w > 0 ? (uint64_t)w : 0;
+}
+
 void gc_trash_sweep(const char *ldir)
 {
     DIR *d = opendir(ldir);
@@ -635,6 +641,7 @@ static int gc_copy_chunk(bookie_t *bk, entry_log_t *log, const uint8_t *recs, ui
             return rc;
         done = i + 1;
         *copied += step;
+        atomic_fetch_add(&bk->gc_compacted_bytes, step);
         step = 0;
         gc_yield_to_flush(bk); /* between steps: the writer is synced */
         rc = gc_pace(bk, t0_us, *copied);

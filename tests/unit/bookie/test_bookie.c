@@ -536,6 +536,7 @@ static void test_compaction_keeps_live_entries(void)
     bookie_stats_t st;
     bookie_get_stats(bk, &st);
     CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    CU_ASSERT_EQUAL(st.gc_compacted_bytes, 10 * 3000); /* ledger 11's entries, once */
     CU_ASSERT_EQUAL(st.entry_logs, 1);
     CU_ASSERT_TRUE(st.entry_log_bytes < 11 * 3100);
     TEST_REQUIRE(bt_count_files(dir, "ledgers", ".log", after, sizeof after) == 1);
@@ -570,7 +571,11 @@ static void test_compaction_paced(void)
     bt_res_t gc = {0};
     CU_ASSERT_EQUAL(bookie_gc_now(bk, bt_done_cb, &gc), 0);
     test_run_for(bt_loop, 0.2);
-    CU_ASSERT_FALSE(gc.done);     /* copied its first step, now pacing */
+    CU_ASSERT_FALSE(gc.done); /* copied its first step, now pacing */
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_compacted_bytes, 10 * 3000); /* counted before the end */
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 0);
     for (int e = 0; e < 200; e++) /* 600 KB through a 64 KiB write cache */
         CU_ASSERT_EQUAL(bt_add(bk, 12, e, e - 1, 3000), 0);
     CU_ASSERT_FALSE(gc.done);
@@ -586,9 +591,9 @@ static void test_compaction_paced(void)
     for (int e = 0; e < 200; e++)
         CU_ASSERT_EQUAL(bt_verify(bk, 12, e, 3000), 0);
     CU_ASSERT_EQUAL(bt_gc(bk), 0);
-    bookie_stats_t st;
     bookie_get_stats(bk, &st);
     CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    CU_ASSERT_EQUAL(st.gc_compacted_bytes, 0); /* the copies made before the stop stand */
     CU_ASSERT_NOT_EQUAL(access(before, F_OK), 0);
     for (int e = 0; e < 10; e++)
         CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
