@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,23 @@ int qconfig_get_int(const qconfig_t *cfg, const char *key, int64_t def, int64_t 
     errno = 0;
     long long x = strtoll(v, &end, 10);
     if (errno || *end != '\0' || x < min || x > max)
+        return QE_INVALID;
+    *out = x;
+    return 0;
+}
+
+int qconfig_get_double(const qconfig_t *cfg, const char *key, double def, double min, double max,
+                       double *out)
+{
+    const char *v = qconfig_get(cfg, key, NULL);
+    if (!v || *v == '\0') {
+        *out = def;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || *end != '\0' || !isfinite(x) || x < min || x > max)
         return QE_INVALID;
     *out = x;
     return 0;

@@ -34,6 +34,9 @@ bool qconfig_has(const qconfig_t *cfg, const char *key);
 /* 0, or QE_INVALID for a value that is not a whole number in [min, max]. */
 int qconfig_get_int(const qconfig_t *cfg, const char *key, int64_t def, int64_t min, int64_t max,
                     int64_t *out);
+/* 0, or QE_INVALID for a value that is not a finite number in [min, max]. */
+int qconfig_get_double(const qconfig_t *cfg, const char *key, double def, double min, double max,
+                       double *out);
 /* Accepts true/false (any case); QE_INVALID otherwise. */
 int qconfig_get_bool(const qconfig_t *cfg, const char *key, bool def, bool *out);
 /* Calls fn for each key in insertion order. */

@@ -9,7 +9,10 @@
  */
 #include "src/quire_bookie.h"
 
+#include <errno.h>
 #include <ev.h>
+#include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,16 +32,22 @@ typedef struct qb_options {
     const char *bind;
     int port;
     bool journal_sync;
-    uint32_t large_entry_bytes; /* journalLargeEntryThreshold */
-    uint32_t compact_rate;      /* compactionRateByBytes */
+    uint32_t large_entry_bytes;                 /* journalLargeEntryThreshold */
+    uint32_t compact_rate;                      /* compactionRateByBytes */
+    double minor_threshold, major_threshold;    /* minor/majorCompactionThreshold */
+    int64_t minor_interval_s, major_interval_s; /* minor/majorCompactionInterval */
 } qb_options_t;
 
 static void qb_usage(FILE *out)
 {
-    fprintf(out, "usage: quire bookie --data-dir DIR [--bookiePort=N] [--bindAddress=ADDR]\n"
-                 "                    [--journalSyncData=true|false]\n"
-                 "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n"
-                 "                    [--compactionRateByBytes=BYTES_PER_S (0: unpaced)]\n");
+    fprintf(out,
+            "usage: quire bookie --data-dir DIR [--bookiePort=N] [--bindAddress=ADDR]\n"
+            "                    [--journalSyncData=true|false]\n"
+            "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n"
+            "                    [--compactionRateByBytes=BYTES_PER_S (0: unpaced)]\n"
+            "                    [--minorCompactionThreshold=F] [--minorCompactionInterval=S]\n"
+            "                    [--majorCompactionThreshold=F] [--majorCompactionInterval=S]\n"
+            "                    (fractions of a log, seconds; <= 0: that compaction off)\n");
 }
 
 /* If argv[*i] is option `name` ("--name=v" or "--name v"), sets *value and
@@ -83,6 +92,28 @@ static int qb_parse_u32(const char *v, uint32_t max, uint32_t *out)
     return 0;
 }
 
+static int qb_parse_double(const char *v, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!*v || *end || errno || !isfinite(x))
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int qb_parse_i64(const char *v, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno)
+        return -1;
+    *out = x;
+    return 0;
+}
+
 static int qb_parse_port(const char *v, int *out)
 {
     char *end;
@@ -114,6 +145,18 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--compactionRateByBytes", &v)) != 0) {
         if (m > 0 && qb_parse_u32(v, UINT32_MAX, &o->compact_rate) < 0)
             m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--minorCompactionThreshold", &v)) != 0) {
+        if (m > 0 && qb_parse_double(v, &o->minor_threshold) < 0)
+            m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--majorCompactionThreshold", &v)) != 0) {
+        if (m > 0 && qb_parse_double(v, &o->major_threshold) < 0)
+            m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--minorCompactionInterval", &v)) != 0) {
+        if (m > 0 && qb_parse_i64(v, &o->minor_interval_s) < 0)
+            m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--majorCompactionInterval", &v)) != 0) {
+        if (m > 0 && qb_parse_i64(v, &o->major_interval_s) < 0)
+            m = -2;
     }
     if (m == 1)
         return 0;
@@ -136,6 +179,10 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     bookie_config_defaults(&defaults);
     o->large_entry_bytes = defaults.journal_large_entry_bytes;
     o->compact_rate = (uint32_t)defaults.gc_compact_bytes_per_s;
+    o->minor_threshold = defaults.minor_compaction_threshold;
+    o->minor_interval_s = (int64_t)(defaults.minor_compaction_interval_ms / 1000);
+    o->major_threshold = defaults.major_compaction_threshold;
+    o->major_interval_s = (int64_t)(defaults.major_compaction_interval_ms / 1000);
     int first = 1;
     if (argc > 1 && strcmp(argv[1], "bookie") == 0)
         first = 2; /* called with the program's own argv: "quire bookie ..." */
@@ -149,6 +196,16 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
         fprintf(stderr, "quire bookie: --data-dir is required\n");
         return -1;
     }
+    char err[160];
+    if (bookie_config_compaction(&defaults, o->minor_threshold, o->minor_interval_s,
+                                 o->major_threshold, o->major_interval_s, err, sizeof err) < 0) {
+        fprintf(stderr, "quire bookie: %s\n", err);
+        return -1;
+    }
+    o->minor_threshold = defaults.minor_compaction_threshold; /* as applied: 0 when off */
+    o->minor_interval_s = (int64_t)(defaults.minor_compaction_interval_ms / 1000);
+    o->major_threshold = defaults.major_compaction_threshold;
+    o->major_interval_s = (int64_t)(defaults.major_compaction_interval_ms / 1000);
     return 0;
 }
 
@@ -176,9 +233,12 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
     ev_signal_start(loop, &sigterm);
     ev_signal_start(loop, &sigint);
     printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
-           "journalLargeEntryThreshold=%u, compactionRateByBytes=%u)\n",
+           "journalLargeEntryThreshold=%u, compactionRateByBytes=%u, "
+           "minorCompactionThreshold=%g, minorCompactionInterval=%" PRId64
+           ", majorCompactionThreshold=%g, majorCompactionInterval=%" PRId64 ")\n",
            o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
-           o->large_entry_bytes, o->compact_rate);
+           o->large_entry_bytes, o->compact_rate, o->minor_threshold, o->minor_interval_s,
+           o->major_threshold, o->major_interval_s);
     fflush(stdout);
     ev_run(loop, 0);
     ev_signal_stop(loop, &sigterm);
@@ -207,6 +267,10 @@ int quire_bookie_main(int argc, char **argv)
     cfg.journal_sync = o.journal_sync;
     cfg.journal_large_entry_bytes = o.large_entry_bytes;
     cfg.gc_compact_bytes_per_s = o.compact_rate;
+    cfg.minor_compaction_threshold = o.minor_threshold;
+    cfg.minor_compaction_interval_ms = (uint64_t)o.minor_interval_s * 1000;
+    cfg.major_compaction_threshold = o.major_threshold;
+    cfg.major_compaction_interval_ms = (uint64_t)o.major_interval_s * 1000;
     bookie_t *bk;
     int rc = bookie_open(loop, &cfg, &bk);
     if (rc < 0) {

@@ -188,6 +188,33 @@ static void sa_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 /* --------------------------------------------------------------- start -- */
 
+/* BookKeeper's compaction schedule: minor/majorCompactionThreshold (fractions)
+ * and minor/majorCompactionInterval (seconds); <= 0 turns a kind off. */
+static int sa_compaction_config(const qconfig_t *conf, bookie_config_t *bc)
+{
+    static const char *const thr_key[2] = {"minorCompactionThreshold", "majorCompactionThreshold"};
+    static const char *const int_key[2] = {"minorCompactionInterval", "majorCompactionInterval"};
+    double thr[2] = {bc->minor_compaction_threshold, bc->major_compaction_threshold};
+    int64_t secs[2] = {(int64_t)(bc->minor_compaction_interval_ms / 1000),
+                       (int64_t)(bc->major_compaction_interval_ms / 1000)};
+    for (int i = 0; i < 2; i++) {
+        if (qconfig_get_double(conf, thr_key[i], thr[i], -1e9, 1e9, &thr[i]) < 0) {
+            log_error("standalone", "%s: expected a number (a fraction of a log)", thr_key[i]);
+            return QE_INVALID;
+        }
+        if (qconfig_get_int(conf, int_key[i], secs[i], INT64_MIN, INT64_MAX, &secs[i]) < 0) {
+            log_error("standalone", "%s: expected whole seconds", int_key[i]);
+            return QE_INVALID;
+        }
+    }
+    char err[160];
+    if (bookie_config_compaction(bc, thr[0], secs[0], thr[1], secs[1], err, sizeof err) < 0) {
+        log_error("standalone", "%s", err);
+        return QE_INVALID;
+    }
+    return 0;
+}
+
 static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
 {
     char path[4200];
@@ -225,6 +252,8 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.gc_compact_bytes_per_s = (uint64_t)compact_rate;
+    if ((rc = sa_compaction_config(sa->conf, &bc)) < 0)
+        return rc;
     rc = bookie_open(sa->loop, &bc, &sa->bookie);
     if (rc < 0) {
         log_error("standalone", "bookie %s: %s", path, q_strerror(rc));

@@ -50,11 +50,48 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .read_cache_bytes = 64ull << 20,
         .flush_interval_ms = 1000,
         .pending_adds_max = 100000,
-        .gc_compact_ratio = 0.5,
         .gc_interval_ms = 60000,
+        .minor_compaction_threshold = 0.2,
+        .minor_compaction_interval_ms = 3600ull * 1000,
+        .major_compaction_threshold = 0.5,
+        .major_compaction_interval_ms = 86400ull * 1000,
         .gc_compact_bytes_per_s = 32u << 20,
         .journal_large_entry_bytes = 16u << 10,
     };
+}
+
+int bookie_config_compaction(bookie_config_t *cfg, double minor_threshold, int64_t minor_interval_s,
+                             double major_threshold, int64_t major_interval_s, char *err,
+                             size_t err_len)
+{
+    const int64_t max_s = 10ll * 365 * 86400;
+    const char *bad = !(minor_threshold <= 1)   ? "minorCompactionThreshold"
+                      : !(major_threshold <= 1) ? "majorCompactionThreshold"
+                                                : NULL;
+    if (bad) {
+        snprintf(err, err_len, "%s: a fraction of a log, at most 1", bad);
+        return QE_INVALID;
+    }
+    bad = minor_interval_s > max_s   ? "minorCompactionInterval"
+          : major_interval_s > max_s ? "majorCompactionInterval"
+                                     : NULL;
+    if (bad) {
+        snprintf(err, err_len, "%s: at most ten years (%" PRId64 " s)", bad, max_s);
+        return QE_INVALID;
+    }
+    bool minor = minor_threshold > 0 && minor_interval_s > 0;
+    bool major = major_threshold > 0 && major_interval_s > 0;
+    if (minor && major && minor_threshold > major_threshold) {
+        snprintf(err, err_len,
+                 "minorCompactionThreshold %.2f is above majorCompactionThreshold %.2f",
+                 minor_threshold, major_threshold);
+        return QE_INVALID;
+    }
+    cfg->minor_compaction_threshold = minor ? minor_threshold : 0;
+    cfg->minor_compaction_interval_ms = minor ? (uint64_t)minor_interval_s * 1000 : 0;
+    cfg->major_compaction_threshold = major ? major_threshold : 0;
+    cfg->major_compaction_interval_ms = major ? (uint64_t)major_interval_s * 1000 : 0;
+    return 0;
 }
 
 /* Logs a refused call; at most one line per second, counting the rest. */
@@ -214,14 +251,35 @@ static void bookie_flush_timer_cb(struct ev_loop *loop, ev_timer *w, int revents
 
 /* ------------------------------------------------------------------ GC -- */
 
+/* The compaction threshold of a GC pass starting now (0: none), as BookKeeper
+ * decides it: major when due, else minor when due; a pass someone waits for
+ * (bookie_gc_now) compacts at once. */
+static double bookie_gc_threshold(bookie_t *bk, bool forced)
+{
+    const bookie_config_t *c = &bk->cfg;
+    bool major = c->major_compaction_threshold > 0 && c->major_compaction_interval_ms > 0;
+    bool minor = c->minor_compaction_threshold > 0 && c->minor_compaction_interval_ms > 0;
+    uint64_t now = clock_mono_us() / 1000;
+    if (major && (forced || now - bk->gc_major_ms >= c->major_compaction_interval_ms)) {
+        bk->gc_major_ms = bk->gc_minor_ms = now;
+        return c->major_compaction_threshold;
+    }
+    if (minor && (forced || now - bk->gc_minor_ms >= c->minor_compaction_interval_ms)) {
+        bk->gc_minor_ms = now;
+        return c->minor_compaction_threshold;
+    }
+    return 0;
+}
+
 static void bookie_gc_start(bookie_t *bk)
 {
     assert(!bk->gc_running);
+    double threshold = bookie_gc_threshold(bk, bk->n_gc_next > 0);
     memcpy(bk->gc_cur, bk->gc_next, bk->n_gc_next * sizeof *bk->gc_next);
     bk->n_gc_cur = bk->n_gc_next;
     bk->n_gc_next = 0;
     bk->gc_running = true;
-    flusher_request_gc(bk);
+    flusher_request_gc(bk, threshold);
 }
 
 void bookie_gc_done(bookie_t *bk, int rc)
@@ -783,6 +841,7 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->entry_logs = bk->logs.count;
     out->entry_log_bytes = bk->logs.bytes;
     pthread_mutex_unlock(&bk->lock);
+    out->gc_passes = atomic_load(&bk->gc_passes);
     out->gc_logs_removed = atomic_load(&bk->gc_logs_removed);
     out->gc_logs_compacted = atomic_load(&bk->gc_logs_compacted);
     out->gc_compacted_bytes = atomic_load(&bk->gc_compacted_bytes);
@@ -942,8 +1001,9 @@ static int bookie_check_config(const bookie_config_t *cfg)
         !cfg->journal_group_bytes_max || !cfg->journal_group_entries_max ||
         !cfg->journal_file_size_bytes || !cfg->entry_log_size_bytes || !cfg->write_cache_bytes ||
         !cfg->flush_interval_ms || !cfg->pending_adds_max || !cfg->gc_interval_ms ||
-        cfg->pending_adds_max > (1u << 24) || cfg->gc_compact_ratio < 0 ||
-        cfg->gc_compact_ratio > 1)
+        cfg->pending_adds_max > (1u << 24) || !(cfg->minor_compaction_threshold >= 0) ||
+        cfg->minor_compaction_threshold > 1 || !(cfg->major_compaction_threshold >= 0) ||
+        cfg->major_compaction_threshold > 1)
         return QE_INVALID;
     return 0;
 }
@@ -1067,6 +1127,7 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
         bookie_free(bk);
         return rc;
     }
+    bk->gc_minor_ms = bk->gc_major_ms = clock_mono_us() / 1000; /* intervals count from open */
     bookie_start_timers(bk);
     bk->opened = true;
     *out = bk;

@@ -50,8 +50,20 @@ typedef struct bookie_config {
     uint64_t read_cache_bytes;          /* recently read entries kept (64 MiB) */
     uint32_t flush_interval_ms;         /* checkpoint at least this often (1000) */
     uint32_t pending_adds_max;          /* adds queued beyond this get QE_BUSY (100000) */
-    double gc_compact_ratio;            /* compact logs with less live data than this (0.5) */
     uint32_t gc_interval_ms;            /* garbage collection period (60000) */
+    /* Compaction, scheduled as BookKeeper's: a GC pass compacts the logs whose
+     * live bytes are below a threshold of their size; the major threshold once
+     * every major interval, else the minor threshold once every minor
+     * interval (both counted from open); other passes only remove logs with
+     * nothing live. A threshold or an interval of 0 turns its kind off.
+     * bookie_gc_now() passes compact at once, at the major threshold (the
+     * minor one if major is off). Copying a log that is a fifth live costs
+     * four fifths less than rewriting it whole, and a log whose ledgers are
+     * consumed and about to be trimmed is left for the pass that removes it. */
+    double minor_compaction_threshold;     /* minorCompactionThreshold (0.2) */
+    uint64_t minor_compaction_interval_ms; /* minorCompactionInterval (3600 s) */
+    double major_compaction_threshold;     /* majorCompactionThreshold (0.5) */
+    uint64_t major_compaction_interval_ms; /* majorCompactionInterval (86400 s) */
     /* Compaction copies at most this many bytes a second, synced a step of
      * GC_COMPACT_STEP_BYTES at a time (compactionRateByBytes; 32 MiB/s; 0:
      * unpaced): unpaced, a compaction wrote hundreds of MB and synced them at
@@ -66,6 +78,14 @@ typedef struct bookie_config {
 } bookie_config_t;
 
 void bookie_config_defaults(bookie_config_t *cfg);
+/* Sets the compaction schedule from BookKeeper's four keys (thresholds as
+ * fractions of a log, intervals in seconds); as in BookKeeper, a threshold or
+ * interval <= 0 turns its kind off. QE_INVALID with the reason in err for a
+ * threshold above 1, an interval above ten years, or a minor threshold above
+ * the major one while both are on. */
+int bookie_config_compaction(bookie_config_t *cfg, double minor_threshold, int64_t minor_interval_s,
+                             double major_threshold, int64_t major_interval_s, char *err,
+                             size_t err_len);
 
 /* Opens (creating if needed) the bookie under cfg->data_dir and replays its
  * journal. Synchronous; logs and returns a negative code for a corrupt or
@@ -118,6 +138,7 @@ typedef struct bookie_stats {
     uint64_t ledgers;               /* ledgers known and not deleted */
     uint64_t entry_logs;            /* entry log files on disk */
     uint64_t entry_log_bytes;
+    uint64_t gc_passes; /* GC passes done (timer and bookie_gc_now) */
     uint64_t gc_logs_removed;
     uint64_t gc_logs_compacted;
     uint64_t gc_compacted_bytes;   /* entry bytes compaction copied (counted as it goes) */
@@ -130,7 +151,8 @@ typedef struct bookie_stats {
 } bookie_stats_t;
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);
 
-/* Runs one garbage-collection pass now (tests, admin); cb when done. */
+/* Runs one garbage-collection pass now (tests, admin), compacting at the major
+ * threshold whatever the schedule; cb when done. */
 int bookie_gc_now(bookie_t *bk, bookie_done_cb cb, void *arg);
 
 #endif

@@ -84,6 +84,7 @@ struct bookie {
     uint32_t reads_pending;
     ev_timer flush_timer, gc_timer;
     bool gc_running;
+    uint64_t gc_minor_ms, gc_major_ms; /* monotonic ms of the last minor, major compaction */
     gc_waiter_t gc_cur[BOOKIE_GC_WAITERS_MAX], gc_next[BOOKIE_GC_WAITERS_MAX];
     uint32_t n_gc_cur, n_gc_next;
     uint64_t refusal_log_us; /* rate limit of refusal warnings */
@@ -98,18 +99,21 @@ struct bookie {
     write_cache_t *job_wc; /* flush request: the frozen cache and its checkpoint */
     journal_pos_t job_cp;
     bool job_flush, job_gc, flusher_stopping;
+    double job_gc_threshold; /* GC request: compact logs less live than this (0: none) */
     elog_writer_t writer;
     journal_pos_t cp_durable; /* the checkpoint file's position (GC unpins direct logs) */
     int meta_fd;
     uint64_t meta_size, meta_records;
     bool meta_rewrite; /* tombstones collected: rewrite ledgers.meta */
     atomic_int flush_failed;
-    atomic_uint_fast64_t gc_logs_removed, gc_logs_compacted, gc_compacted_bytes;
+    atomic_uint_fast64_t gc_passes, gc_logs_removed, gc_logs_compacted, gc_compacted_bytes;
 };
 
 /* flush.c */
 int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint);
-int gc_run(bookie_t *bk);
+/* One GC pass: removes logs with nothing live, compacts those whose live bytes
+ * are below threshold of their size (0: none). */
+int gc_run(bookie_t *bk, double threshold);
 /* A removed entry log's name while its blocks are freed in the background. */
 #define GC_TRASH_SUFFIX ".del"
 /* Deletes what such background removals left (a crash, a stop): at open. */
@@ -123,7 +127,7 @@ int flusher_start(bookie_t *bk);
 /* Finishes the job in progress and any queued one, then joins. */
 void flusher_stop(bookie_t *bk);
 void flusher_request_flush(bookie_t *bk, write_cache_t *wc, journal_pos_t cp);
-void flusher_request_gc(bookie_t *bk);
+void flusher_request_gc(bookie_t *bk, double threshold);
 
 /* bookie.c: completions posted by the flush thread, run on the loop. */
 void bookie_flush_done(bookie_t *bk, int rc);

@@ -46,8 +46,9 @@
  * GC pass (gc_run): pinned direct logs (entry_log.h) are skipped until the
  * durable checkpoint passes their seal position. Per entry log, live bytes =
  * bytes of ledgers that still exist (per-log ledger map). A log with none is
- * deleted; a log with
- * live/size below gc_compact_ratio is compacted: its index-live records are
+ * deleted; in a pass that compacts (bookie.c decides: BookKeeper's minor and
+ * major compactions), a log with live/size below the pass's threshold is
+ * compacted: its index-live records are
  * read back (checksum verified), appended to the current log, synced, the
  * index moved to the copies (only where it still points at the old record),
  * then the old log deleted. Copies are synced and moved a step of
@@ -744,7 +745,7 @@ static void gc_collect_tombstones(bookie_t *bk)
     }
 }
 
-int gc_run(bookie_t *bk)
+int gc_run(bookie_t *bk, double threshold)
 {
     if (atomic_load(&bk->flush_failed))
         return QE_READ_ONLY;
@@ -763,8 +764,7 @@ int gc_run(bookie_t *bk)
         }
         if (live == 0 && log->size > 0)
             dead[ndead++] = log;
-        else if (!current && log->size > 0 &&
-                 (double)live < bk->cfg.gc_compact_ratio * (double)log->size)
+        else if (!current && log->size > 0 && (double)live < threshold * (double)log->size)
             comp[ncomp++] = log;
     }
     pthread_mutex_unlock(&bk->lock);
@@ -774,6 +774,9 @@ int gc_run(bookie_t *bk)
         atomic_fetch_add(&bk->gc_logs_removed, 1);
         gc_yield_to_flush(bk);
     }
+    if (ncomp)
+        log_info("bookie", "gc: compacting %" PRIu32 " entry log(s) less than %.0f %% live", ncomp,
+                 threshold * 100);
     for (uint32_t i = 0; i < ncomp && rc == 0; i++) {
         rc = gc_compact_log(bk, comp[i]);
         gc_yield_to_flush(bk);
@@ -792,6 +795,7 @@ int gc_run(bookie_t *bk)
         if (bk->meta_rewrite)
             rc = meta_rewrite(bk);
     }
+    atomic_fetch_add(&bk->gc_passes, 1);
     return rc;
 }
 
@@ -840,6 +844,7 @@ static void *flusher_main(void *p)
         while (!bk->job_flush && !bk->job_gc && !bk->flusher_stopping)
             pthread_cond_wait(&bk->fcond, &bk->flock);
         bool do_flush = bk->job_flush, do_gc = bk->job_gc;
+        double threshold = bk->job_gc_threshold;
         write_cache_t *wc = bk->job_wc;
         journal_pos_t cp = bk->job_cp;
         bk->job_flush = bk->job_gc = false;
@@ -849,7 +854,7 @@ static void *flusher_main(void *p)
         if (do_flush)
             flush_job_run(bk, wc, cp);
         if (do_gc)
-            flusher_post(bk, gc_run(bk), true);
+            flusher_post(bk, gc_run(bk, threshold), true);
     }
 }
 
@@ -885,10 +890,11 @@ void flusher_request_flush(bookie_t *bk, write_cache_t *wc, journal_pos_t cp)
     pthread_mutex_unlock(&bk->flock);
 }
 
-void flusher_request_gc(bookie_t *bk)
+void flusher_request_gc(bookie_t *bk, double threshold)
 {
     pthread_mutex_lock(&bk->flock);
     bk->job_gc = true;
+    bk->job_gc_threshold = threshold;
     pthread_cond_signal(&bk->fcond);
     pthread_mutex_unlock(&bk->flock);
 }

@@ -25,7 +25,9 @@ def test_bookie_storage_options():
     with tempfile.TemporaryDirectory(prefix="quire-bookie-cli-") as d:
         p = subprocess.Popen([QUIRE_BIN, "bookie", "--data-dir", d, "--bookiePort=0",
                               "--bindAddress=127.0.0.1", "--journalLargeEntryThreshold=65536",
-                              "--compactionRateByBytes=1048576"],
+                              "--compactionRateByBytes=1048576",
+                              "--minorCompactionThreshold=0.1", "--minorCompactionInterval=7200",
+                              "--majorCompactionThreshold=-1", "--majorCompactionInterval=600"],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         try:
@@ -38,6 +40,9 @@ def test_bookie_storage_options():
             assert "quire bookie: listening on 127.0.0.1:" in line, line
             assert "journalLargeEntryThreshold=65536" in line, line
             assert "compactionRateByBytes=1048576" in line, line
+            assert "minorCompactionThreshold=0.1, minorCompactionInterval=7200" in line, line
+            # a threshold <= 0 turns major compaction off, as in BookKeeper
+            assert "majorCompactionThreshold=0, majorCompactionInterval=0" in line, line
         finally:
             p.send_signal(signal.SIGTERM)
             assert p.wait(timeout=BOUND_S) == 0
@@ -51,6 +56,12 @@ def test_bookie_storage_options():
     ("compactionRateByBytes", "-1"),
     ("compactionRateByBytes", "99999999999"),
     ("compactionRateByBytes", "fast"),
+    ("minorCompactionThreshold", "1.5"),
+    ("minorCompactionThreshold", "often"),
+    ("majorCompactionThreshold", "nan"),
+    ("majorCompactionInterval", "1h"),
+    ("minorCompactionInterval", "999999999999"),
+    ("minorCompactionThreshold", "0.7"),  # above the major threshold (0.5), both on
 ])
 def test_bookie_bad_value_refused(key, value):
     with tempfile.TemporaryDirectory(prefix="quire-bookie-cli-") as d:
@@ -68,6 +79,9 @@ def test_bookie_bad_value_refused(key, value):
     ("bookkeeperClientTimeoutInSeconds", "ten"),
     ("compactionRateByBytes", "-1"),
     ("compactionRateByBytes", "fast"),
+    ("majorCompactionThreshold", "2"),
+    ("minorCompactionInterval", "hourly"),
+    ("minorCompactionThreshold", "0.9"),  # above the major threshold (0.5), both on
 ])
 def test_standalone_bad_value_refused(key, value):
     with tempfile.TemporaryDirectory(prefix="quire-sa-cli-") as d:

@@ -87,7 +87,8 @@ def test_metrics_parse_and_count_real_traffic(quire):
     # GC's work: present and well-formed. The module's server is shared and
     # may have run a GC pass, so the values are not fixed here; the bookie's
     # unit tests check what they count.
-    for name in ("quire_bookie_gc_logs_removed", "quire_bookie_gc_logs_compacted",
+    for name in ("quire_bookie_gc_passes", "quire_bookie_gc_logs_removed",
+                 "quire_bookie_gc_logs_compacted",
                  "quire_bookie_gc_compacted_bytes", "quire_bookie_gc_logs_freeing"):
         assert _value(fams, name) >= 0
     producer.close()

@@ -508,18 +508,56 @@ static void test_delete_and_gc_removes_log(void)
     free(dir);
 }
 
+/* Adds n1 entries of 3000 bytes to ledger l1 and n2 to l2, then closes and
+ * reopens the bookie, so that the log they are in is no longer the current
+ * one; returns the reopened bookie. */
+static bookie_t *log_of_two_ledgers(const bookie_config_t *cfg, bookie_t *bk, int64_t l1, int n1,
+                                    int64_t l2, int n2)
+{
+    for (int e = 0; e < n1; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, l1, e, e - 1, 3000), 0);
+    for (int e = 0; e < n2; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, l2, e, e - 1, 3000), 0);
+    bookie_close(bk);
+    return bt_open(cfg);
+}
+
+/* Runs the loop until what(stats) reaches want (at most 10 s); returns the
+ * stats then. */
+static bookie_stats_t stats_wait(bookie_t *bk, uint64_t (*what)(const bookie_stats_t *),
+                                 uint64_t want)
+{
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    for (int i = 0; i < 1000 && what(&st) < want; i++) {
+        test_run_for(bt_loop, 0.01);
+        bookie_get_stats(bk, &st);
+    }
+    CU_ASSERT_TRUE(what(&st) >= want);
+    return st;
+}
+
+static uint64_t st_passes(const bookie_stats_t *st)
+{
+    return st->gc_passes;
+}
+
+static uint64_t st_compacted(const bookie_stats_t *st)
+{
+    return st->gc_logs_compacted;
+}
+
+static uint64_t st_compacted_bytes(const bookie_stats_t *st)
+{
+    return st->gc_compacted_bytes;
+}
+
 /* One entry log, 90 % of it ledger 10 (deleted) and 10 % ledger 11 (10
  * entries of 3000 bytes, live), reopened so that the log is not the current
  * one: the next GC compacts it. *before is the log's path. */
 static bookie_t *compaction_setup(const bookie_config_t *cfg, char *before, size_t n)
 {
-    bookie_t *bk = bt_open(cfg);
-    for (int e = 0; e < 90; e++)
-        CU_ASSERT_EQUAL(bt_add(bk, 10, e, e - 1, 3000), 0);
-    for (int e = 0; e < 10; e++)
-        CU_ASSERT_EQUAL(bt_add(bk, 11, e, e - 1, 3000), 0);
-    bookie_close(bk);
-    bk = bt_open(cfg);
+    bookie_t *bk = log_of_two_ledgers(cfg, bt_open(cfg), 10, 90, 11, 10);
     TEST_REQUIRE(bt_count_files(cfg->data_dir, "ledgers", ".log", before, n) == 1);
     CU_ASSERT_EQUAL(bt_delete(bk, 10), 0);
     return bk;
@@ -571,11 +609,7 @@ static void test_compaction_paced(void)
     bt_res_t gc = {0};
     CU_ASSERT_EQUAL(bookie_gc_now(bk, bt_done_cb, &gc), 0);
     /* Its first step (all of ledger 11) is copied and counted; then it paces. */
-    bookie_stats_t st = {0};
-    for (int i = 0; i < 1000 && st.gc_compacted_bytes < 10 * 3000; i++) {
-        test_run_for(bt_loop, 0.01);
-        bookie_get_stats(bk, &st);
-    }
+    bookie_stats_t st = stats_wait(bk, st_compacted_bytes, 10 * 3000);
     CU_ASSERT_EQUAL(st.gc_compacted_bytes, 10 * 3000); /* counted before the end */
     CU_ASSERT_EQUAL(st.gc_logs_compacted, 0);
     CU_ASSERT_FALSE(gc.done);
@@ -603,6 +637,114 @@ static void test_compaction_paced(void)
     bookie_close(bk);
     test_rm_rf(dir);
     free(dir);
+}
+
+/* Two entry logs, neither the current one: the first 10 % live (ledger 10
+ * deleted, 11 live), the second 30 % live (ledger 12 deleted, 13 live). */
+static bookie_t *schedule_setup(const bookie_config_t *cfg)
+{
+    bookie_t *bk = log_of_two_ledgers(cfg, bt_open(cfg), 10, 90, 11, 10);
+    bk = log_of_two_ledgers(cfg, bk, 12, 70, 13, 30);
+    TEST_REQUIRE(bt_count_files(cfg->data_dir, "ledgers", ".log", NULL, 0) == 2);
+    CU_ASSERT_EQUAL(bt_delete(bk, 10), 0);
+    CU_ASSERT_EQUAL(bt_delete(bk, 12), 0);
+    return bk;
+}
+
+/* Runs the loop until the GC timer has done `passes` more passes. */
+static bookie_stats_t gc_passes_wait(bookie_t *bk, uint64_t passes)
+{
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    return stats_wait(bk, st_passes, st.gc_passes + passes);
+}
+
+/* Timer passes compact nothing until an interval is due (BookKeeper's
+ * schedule; the defaults are an hour and a day), but remove logs with
+ * nothing live; a pass someone asks for compacts at the major threshold. */
+static void test_compaction_waits_for_schedule(void)
+{
+    char *dir = bt_dir("bk-compact-sched");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.gc_interval_ms = 20;
+    bookie_t *bk = schedule_setup(&cfg);
+    bookie_stats_t st = gc_passes_wait(bk, 3);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 0);
+    CU_ASSERT_EQUAL(st.gc_logs_removed, 0);
+    CU_ASSERT_EQUAL(st.entry_logs, 2);
+    CU_ASSERT_EQUAL(bt_delete(bk, 11), 0); /* the first log: nothing live now */
+    st = gc_passes_wait(bk, 2);
+    CU_ASSERT_EQUAL(st.gc_logs_removed, 1);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 0);
+    CU_ASSERT_EQUAL(bt_gc(bk), 0); /* asked for: major threshold, 0.5 */
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    CU_ASSERT_EQUAL(st.gc_compacted_bytes, 30 * 3000);
+    for (int e = 0; e < 30; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 13, e, 3000), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* When its interval is due, a minor compaction takes the log below its
+ * threshold (0.2) and leaves the 30 %-live one; a major one takes both. */
+static void test_compaction_minor_and_major(void)
+{
+    char *dir = bt_dir("bk-compact-minor");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.gc_interval_ms = 20;
+    cfg.minor_compaction_interval_ms = 50;
+    bookie_t *bk = schedule_setup(&cfg);
+    bookie_stats_t st = stats_wait(bk, st_compacted, 1);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    CU_ASSERT_EQUAL(st.gc_compacted_bytes, 10 * 3000); /* ledger 11: the 10 % log */
+    st = gc_passes_wait(bk, 8);                        /* over 150 ms: more minor compactions */
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    CU_ASSERT_EQUAL(st.entry_logs, 2); /* the 30 % log, and the copies' log */
+    bookie_close(bk);
+    /* Major due: the 30 % log goes too; minor turned off (threshold 0). */
+    cfg.minor_compaction_threshold = 0;
+    cfg.major_compaction_interval_ms = 50;
+    bk = bt_open(&cfg);
+    st = stats_wait(bk, st_compacted, 1); /* counters start again at open */
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    CU_ASSERT_EQUAL(st.gc_compacted_bytes, 30 * 3000);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
+    for (int e = 0; e < 30; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 13, e, 3000), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* BookKeeper's keys: <= 0 turns a kind off; a threshold above 1, or a minor
+ * threshold above the major one with both on, is refused. */
+static void test_compaction_config(void)
+{
+    bookie_config_t c;
+    char err[160];
+    bookie_config_defaults(&c);
+    CU_ASSERT_EQUAL(bookie_config_compaction(&c, 0.1, 7200, 0.4, 86400, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.minor_compaction_interval_ms, 7200u * 1000);
+    CU_ASSERT_EQUAL(c.major_compaction_threshold, 0.4);
+    CU_ASSERT_EQUAL(bookie_config_compaction(&c, -1, 3600, 0.5, -1, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.minor_compaction_threshold, 0);
+    CU_ASSERT_EQUAL(c.major_compaction_interval_ms, 0);
+    CU_ASSERT_EQUAL(bookie_config_compaction(&c, 0.6, 3600, 0.5, -1, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.minor_compaction_threshold, 0.6); /* major off: no order to keep */
+    CU_ASSERT_EQUAL(bookie_config_compaction(&c, 0.6, 3600, 0.5, 86400, err, sizeof err),
+                    QE_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "minorCompactionThreshold"));
+    CU_ASSERT_EQUAL(bookie_config_compaction(&c, 0.2, 3600, 1.5, 86400, err, sizeof err),
+                    QE_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "majorCompactionThreshold"));
+    CU_ASSERT_EQUAL(bookie_config_compaction(&c, 0.2, 400000000, 0.5, 86400, err, sizeof err),
+                    QE_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "minorCompactionInterval"));
 }
 
 /* Adds with a bounded window in flight; counts acks. */
@@ -1100,6 +1242,9 @@ static void register_suites(void)
     CU_add_test(s, "delete + gc removes the log", test_delete_and_gc_removes_log);
     CU_add_test(s, "compaction keeps live entries", test_compaction_keeps_live_entries);
     CU_add_test(s, "compaction paced: flushes go on, close stops it", test_compaction_paced);
+    CU_add_test(s, "compaction waits for its schedule", test_compaction_waits_for_schedule);
+    CU_add_test(s, "minor and major compactions", test_compaction_minor_and_major);
+    CU_add_test(s, "compaction keys", test_compaction_config);
     CU_add_test(s, "many ledgers interleaved", test_many_ledgers_interleaved);
     CU_add_test(s, "write cache overflow flushes", test_write_cache_overflow_flushes);
     CU_add_test(s, "adds wait for write cache room", test_adds_wait_for_room);

@@ -68,9 +68,30 @@ static void test_config_errors(void)
     free(dir);
 }
 
+static void test_config_double(void)
+{
+    qconfig_t *cfg = qconfig_new();
+    double d = -1;
+    CU_ASSERT_EQUAL(qconfig_get_double(cfg, "absent", 0.5, 0, 1, &d), 0);
+    CU_ASSERT_EQUAL(d, 0.5);
+    CU_ASSERT_EQUAL(qconfig_set(cfg, "t", "0.25"), 0);
+    CU_ASSERT_EQUAL(qconfig_get_double(cfg, "t", 0, 0, 1, &d), 0);
+    CU_ASSERT_EQUAL(d, 0.25);
+    CU_ASSERT_EQUAL(qconfig_set(cfg, "t", "-1"), 0);
+    CU_ASSERT_EQUAL(qconfig_get_double(cfg, "t", 0, -2, 1, &d), 0);
+    CU_ASSERT_EQUAL(d, -1);
+    const char *bad[] = {"1.5", "abc", "0.2x", "nan", "inf", "1e999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CU_ASSERT_EQUAL(qconfig_set(cfg, "t", bad[i]), 0);
+        CU_ASSERT_EQUAL(qconfig_get_double(cfg, "t", 0, 0, 1, &d), QE_INVALID);
+    }
+    qconfig_free(cfg);
+}
+
 void register_config_suite(void)
 {
     CU_pSuite s = CU_add_suite("config", NULL, NULL);
     CU_add_test(s, "file and override", test_config_file_and_override);
     CU_add_test(s, "errors", test_config_errors);
+    CU_add_test(s, "numbers with a fraction", test_config_double);
 }
