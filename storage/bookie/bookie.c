@@ -259,12 +259,16 @@ static double bookie_gc_threshold(bookie_t *bk, bool forced)
     const bookie_config_t *c = &bk->cfg;
     bool major = c->major_compaction_threshold > 0 && c->major_compaction_interval_ms > 0;
     bool minor = c->minor_compaction_threshold > 0 && c->minor_compaction_interval_ms > 0;
-    uint64_t now = clock_mono_us() / 1000;
-    if (major && (forced || now - bk->gc_major_ms >= c->major_compaction_interval_ms)) {
+    int64_t now = clock_wall_ms();
+    if (bk->gc_minor_ms > now) /* the clock went back: count from now */
+        bk->gc_minor_ms = now;
+    if (bk->gc_major_ms > now)
+        bk->gc_major_ms = now;
+    if (major && (forced || (uint64_t)(now - bk->gc_major_ms) >= c->major_compaction_interval_ms)) {
         bk->gc_major_ms = bk->gc_minor_ms = now;
         return c->major_compaction_threshold;
     }
-    if (minor && (forced || now - bk->gc_minor_ms >= c->minor_compaction_interval_ms)) {
+    if (minor && (forced || (uint64_t)(now - bk->gc_minor_ms) >= c->minor_compaction_interval_ms)) {
         bk->gc_minor_ms = now;
         return c->minor_compaction_threshold;
     }
@@ -279,7 +283,7 @@ static void bookie_gc_start(bookie_t *bk)
     bk->n_gc_cur = bk->n_gc_next;
     bk->n_gc_next = 0;
     bk->gc_running = true;
-    flusher_request_gc(bk, threshold);
+    flusher_request_gc(bk, threshold, bk->gc_minor_ms, bk->gc_major_ms);
 }
 
 void bookie_gc_done(bookie_t *bk, int rc)
@@ -1127,7 +1131,7 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
         bookie_free(bk);
         return rc;
     }
-    bk->gc_minor_ms = bk->gc_major_ms = clock_mono_us() / 1000; /* intervals count from open */
+    gc_times_load(bk->ldir, clock_wall_ms(), &bk->gc_minor_ms, &bk->gc_major_ms);
     bookie_start_timers(bk);
     bk->opened = true;
     *out = bk;

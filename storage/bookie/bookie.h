@@ -54,12 +54,14 @@ typedef struct bookie_config {
     /* Compaction, scheduled as BookKeeper's: a GC pass compacts the logs whose
      * live bytes are below a threshold of their size; the major threshold once
      * every major interval, else the minor threshold once every minor
-     * interval (both counted from open); other passes only remove logs with
+     * interval (counted from the times kept in the ledgers directory, so a
+     * restart does not start them again); other passes only remove logs with
      * nothing live. A threshold or an interval of 0 turns its kind off.
      * bookie_gc_now() passes compact at once, at the major threshold (the
-     * minor one if major is off). Copying a log that is a fifth live costs
-     * four fifths less than rewriting it whole, and a log whose ledgers are
-     * consumed and about to be trimmed is left for the pass that removes it. */
+     * minor one if major is off). Compacting a log a fifth live copies a
+     * fifth of it to free the rest, one half live copies as much as it frees,
+     * and a log whose ledgers are consumed and about to be trimmed is better
+     * left for the pass that removes it. */
     double minor_compaction_threshold;     /* minorCompactionThreshold (0.2) */
     uint64_t minor_compaction_interval_ms; /* minorCompactionInterval (3600 s) */
     double major_compaction_threshold;     /* majorCompactionThreshold (0.5) */

@@ -47,6 +47,10 @@
 #define BOOKIE_GC_WAITERS_MAX 64
 #define BOOKIE_RING_HEADROOM 1024 /* ring slots beyond pending_adds_max for fence/delete */
 #define BOOKIE_CHECKPOINT_FILE "checkpoint"
+/* When the last minor and major compactions ran (wall-clock ms), so that a
+ * restart does not start the intervals again: text, "minor <ms>\nmajor <ms>\n",
+ * replaced whole (rename) after each pass that compacts. */
+#define BOOKIE_COMPACTION_TIMES_FILE "compaction-times"
 #define BOOKIE_CHECKPOINT_VERSION_MAX 2 /* 2: the journal may hold ADD_REF records */
 
 typedef struct gc_waiter {
@@ -84,7 +88,7 @@ struct bookie {
     uint32_t reads_pending;
     ev_timer flush_timer, gc_timer;
     bool gc_running;
-    uint64_t gc_minor_ms, gc_major_ms; /* monotonic ms of the last minor, major compaction */
+    int64_t gc_minor_ms, gc_major_ms; /* wall-clock ms of the last minor, major compaction */
     gc_waiter_t gc_cur[BOOKIE_GC_WAITERS_MAX], gc_next[BOOKIE_GC_WAITERS_MAX];
     uint32_t n_gc_cur, n_gc_next;
     uint64_t refusal_log_us; /* rate limit of refusal warnings */
@@ -100,6 +104,7 @@ struct bookie {
     journal_pos_t job_cp;
     bool job_flush, job_gc, flusher_stopping;
     double job_gc_threshold; /* GC request: compact logs less live than this (0: none) */
+    int64_t job_gc_minor_ms, job_gc_major_ms; /* ... and the compaction times to save */
     elog_writer_t writer;
     journal_pos_t cp_durable; /* the checkpoint file's position (GC unpins direct logs) */
     int meta_fd;
@@ -114,6 +119,10 @@ int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool chec
 /* One GC pass: removes logs with nothing live, compacts those whose live bytes
  * are below threshold of their size (0: none). */
 int gc_run(bookie_t *bk, double threshold);
+/* The compaction times file: load (both now if absent or unreadable, none
+ * later than now) and save (flush thread, after a pass that compacted). */
+void gc_times_load(const char *ldir, int64_t now_ms, int64_t *minor_ms, int64_t *major_ms);
+void gc_times_save(const char *ldir, int64_t minor_ms, int64_t major_ms);
 /* A removed entry log's name while its blocks are freed in the background. */
 #define GC_TRASH_SUFFIX ".del"
 /* Deletes what such background removals left (a crash, a stop): at open. */
@@ -127,7 +136,7 @@ int flusher_start(bookie_t *bk);
 /* Finishes the job in progress and any queued one, then joins. */
 void flusher_stop(bookie_t *bk);
 void flusher_request_flush(bookie_t *bk, write_cache_t *wc, journal_pos_t cp);
-void flusher_request_gc(bookie_t *bk, double threshold);
+void flusher_request_gc(bookie_t *bk, double threshold, int64_t minor_ms, int64_t major_ms);
 
 /* bookie.c: completions posted by the flush thread, run on the loop. */
 void bookie_flush_done(bookie_t *bk, int rc);

@@ -799,6 +799,43 @@ int gc_run(bookie_t *bk, double threshold)
     return rc;
 }
 
+/* ------------------------------------------------- compaction times -- */
+
+void gc_times_load(const char *ldir, int64_t now_ms, int64_t *minor_ms, int64_t *major_ms)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", ldir, BOOKIE_COMPACTION_TIMES_FILE);
+    *minor_ms = *major_ms = now_ms;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    long long mi, ma;
+    if (fscanf(f, "minor %lld\nmajor %lld\n", &mi, &ma) == 2 && mi >= 0 && ma >= 0) {
+        *minor_ms = mi < now_ms ? mi : now_ms;
+        *major_ms = ma < now_ms ? ma : now_ms;
+    } else {
+        log_warn("bookie", "%s is unreadable: compaction intervals count from now", path);
+    }
+    fclose(f);
+}
+
+void gc_times_save(const char *ldir, int64_t minor_ms, int64_t major_ms)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s/%s", ldir, BOOKIE_COMPACTION_TIMES_FILE);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    bool ok =
+        f && fprintf(f, "minor %lld\nmajor %lld\n", (long long)minor_ms, (long long)major_ms) > 0;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok || rename(tmp, path) < 0) {
+        log_warn("bookie", "cannot save %s: %s (a restart counts the intervals from then)", path,
+                 strerror(errno));
+        unlink(tmp);
+    }
+}
+
 /* --------------------------------------------------------- flush thread -- */
 
 typedef struct flusher_done {
@@ -845,6 +882,7 @@ static void *flusher_main(void *p)
             pthread_cond_wait(&bk->fcond, &bk->flock);
         bool do_flush = bk->job_flush, do_gc = bk->job_gc;
         double threshold = bk->job_gc_threshold;
+        int64_t minor_ms = bk->job_gc_minor_ms, major_ms = bk->job_gc_major_ms;
         write_cache_t *wc = bk->job_wc;
         journal_pos_t cp = bk->job_cp;
         bk->job_flush = bk->job_gc = false;
@@ -853,8 +891,12 @@ static void *flusher_main(void *p)
             return NULL;
         if (do_flush)
             flush_job_run(bk, wc, cp);
-        if (do_gc)
-            flusher_post(bk, gc_run(bk, threshold), true);
+        if (do_gc) {
+            int rc = gc_run(bk, threshold);
+            if (rc == 0 && threshold > 0)
+                gc_times_save(bk->ldir, minor_ms, major_ms);
+            flusher_post(bk, rc, true);
+        }
     }
 }
 
@@ -890,11 +932,13 @@ void flusher_request_flush(bookie_t *bk, write_cache_t *wc, journal_pos_t cp)
     pthread_mutex_unlock(&bk->flock);
 }
 
-void flusher_request_gc(bookie_t *bk, double threshold)
+void flusher_request_gc(bookie_t *bk, double threshold, int64_t minor_ms, int64_t major_ms)
 {
     pthread_mutex_lock(&bk->flock);
     bk->job_gc = true;
     bk->job_gc_threshold = threshold;
+    bk->job_gc_minor_ms = minor_ms;
+    bk->job_gc_major_ms = major_ms;
     pthread_cond_signal(&bk->fcond);
     pthread_mutex_unlock(&bk->flock);
 }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "storage/bookie/bookie_int.h"
@@ -721,6 +722,68 @@ static void test_compaction_minor_and_major(void)
     free(dir);
 }
 
+static void write_times(const char *dir, const char *text)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ledgers/compaction-times", dir);
+    FILE *f = fopen(path, "w");
+    TEST_REQUIRE(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The last compaction times are kept across a restart: a minor compaction
+ * due (its last run two hours ago, as the file says) runs after the open, and
+ * the time it saves keeps the next open from compacting again. An unreadable
+ * file counts the intervals from the open. */
+static void test_compaction_times_kept(void)
+{
+    char *dir = bt_dir("bk-compact-times");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    bookie_close(schedule_setup(&cfg));
+    int64_t t0 = clock_wall_ms();
+    char text[128];
+    snprintf(text, sizeof text, "minor %lld\nmajor %lld\n", (long long)(t0 - 2 * 3600 * 1000),
+             (long long)t0);
+    write_times(dir, text);
+    cfg.gc_interval_ms = 20;
+    bookie_t *bk = bt_open(&cfg);
+    bookie_stats_t st = stats_wait(bk, st_compacted, 1);
+    CU_ASSERT_EQUAL(st.gc_compacted_bytes, 10 * 3000); /* minor: the 10 % log only */
+    bookie_close(bk);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ledgers/compaction-times", dir);
+    FILE *f = fopen(path, "r");
+    TEST_REQUIRE(f != NULL);
+    long long mi = 0, ma = 0;
+    CU_ASSERT_EQUAL(fscanf(f, "minor %lld\nmajor %lld\n", &mi, &ma), 2);
+    fclose(f);
+    CU_ASSERT_TRUE(mi >= t0);
+    CU_ASSERT_TRUE(ma <= t0);             /* no major ran */
+    cfg.minor_compaction_threshold = 0.5; /* would take the 30 % log if it ran */
+    cfg.major_compaction_threshold = 0.5;
+    bk = bt_open(&cfg);
+    st = gc_passes_wait(bk, 5);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 0); /* the minor one ran an instant ago */
+    bookie_close(bk);
+    write_times(dir, "minor yesterday\n");
+    bk = bt_open(&cfg);
+    st = gc_passes_wait(bk, 5);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 0);
+    CU_ASSERT_EQUAL(bt_gc(bk), 0); /* asked for: compacts, and saves its time */
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    bookie_close(bk);
+    f = fopen(path, "r");
+    TEST_REQUIRE(f != NULL);
+    CU_ASSERT_EQUAL(fscanf(f, "minor %lld\nmajor %lld\n", &mi, &ma), 2);
+    fclose(f);
+    CU_ASSERT_TRUE(ma >= t0);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* BookKeeper's keys: <= 0 turns a kind off; a threshold above 1, or a minor
  * threshold above the major one with both on, is refused. */
 static void test_compaction_config(void)
@@ -1244,6 +1307,7 @@ static void register_suites(void)
     CU_add_test(s, "compaction paced: flushes go on, close stops it", test_compaction_paced);
     CU_add_test(s, "compaction waits for its schedule", test_compaction_waits_for_schedule);
     CU_add_test(s, "minor and major compactions", test_compaction_minor_and_major);
+    CU_add_test(s, "compaction times kept across a restart", test_compaction_times_kept);
     CU_add_test(s, "compaction keys", test_compaction_config);
     CU_add_test(s, "many ledgers interleaved", test_many_ledgers_interleaved);
     CU_add_test(s, "write cache overflow flushes", test_write_cache_overflow_flushes);
