@@ -364,6 +364,7 @@ struct consumer {
     bool has_join_limit;
     bool blocked_on_unacked; /* max unacked messages reached (limits.c) */
     bool end_of_topic_sent;  /* REACHED_END_OF_TOPIC sent (termination.c) */
+    bool auto_consume;       /* subscribed with AUTO_CONSUME: not "active" for schemas */
 };
 
 struct subscription {

@@ -468,6 +468,8 @@ void consumer_handle_subscribe(conn_t *c, const Pulsar__Proto__CommandSubscribe 
     cons->consumer_id = cmd->consumer_id;
     cons->priority = cmd->has_priority_level ? cmd->priority_level : 0;
     cons->connected_since_ms = clock_wall_ms();
+    cons->auto_consume =
+        cmd->schema && cmd->schema->type == PULSAR__PROTO__SCHEMA__TYPE__AutoConsume;
     ctx->conn = c;
     ctx->consumer_id = cmd->consumer_id;
     ctx->request_id = cmd->request_id;

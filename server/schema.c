@@ -584,8 +584,10 @@ static int consumer_always_incompatible(const subject_t *s, const schema_data_t 
     return SCHEMA_E_INCOMPATIBLE;
 }
 
-/* Pulsar's checkConsumerCompatibility / addSchemaIfIdleOrCheckCompatible:
- * BACKWARD, FORWARD, FORWARD_TRANSITIVE and FULL check the consumer's schema
+/* Pulsar's checkConsumerCompatibility / addSchemaIfIdleOrCheckCompatible: on
+ * a topic without a schema, the consumer's is registered if the topic is
+ * idle, else refused (Pulsar's wording); with one, BACKWARD, FORWARD,
+ * FORWARD_TRANSITIVE and FULL check the consumer's schema
  * BACKWARD against the latest (an identical latest lets it in); the others
  * check it against every visible version with the strategy itself, with no
  * equality shortcut. */
@@ -597,9 +599,14 @@ static void op_consumer(subject_t *s, schema_op_t *op)
         if (op->idle) {
             op->kind = OP_PUT;
             op_put(s, op); /* the first schema of an idle topic comes from its consumer */
-        } else {
-            schema_result_t res = {.rc = 0, .version = -1};
-            op_finish(s, &res); /* nothing to check against: let in (see docs/broker.md) */
+        } else {           /* an active topic without a schema: nothing it could read */
+            const char *tn = schema_type_name(op->type);
+            schema_result_t res = {.rc = SCHEMA_E_INCOMPATIBLE, .version = -1};
+            snprintf(res.reason, sizeof res.reason,
+                     "Failed to add schema to an active topic with empty(BYTES) schema: new "
+                     "schema type %s",
+                     tn ? tn : "?");
+            op_finish(s, &res);
         }
         return;
     }
@@ -1071,9 +1078,12 @@ static bool topic_is_idle(const topic_t *t)
         return false;
     qmap_iter_t it = {0};
     void *v;
-    while (qmap_next(t->subscriptions, &it, NULL, &v))
-        if (((subscription_t *)v)->consumers_count > 0)
-            return false;
+    while (qmap_next(t->subscriptions, &it, NULL, &v)) {
+        const subscription_t *s = v;
+        for (size_t i = 0; i < s->consumers_count; i++)
+            if (!s->consumers[i]->auto_consume) /* as Pulsar counts them */
+                return false;
+    }
     if (t->ml) {
         ml_stats_t st;
         ml_get_stats(t->ml, &st);

@@ -372,6 +372,21 @@ def test_consumer_registers_schema_on_idle_topic(client, quire, topic):
         client.create_producer(topic, schema=AvroSchema(UserBad))
 
 
+def test_consumer_schema_refused_on_active_schemaless_topic(logged, quire, topic):
+    """Pulsar refuses a consumer with a schema on a topic that has none but is
+    in use (here: data written without a schema); schemaless consumers go on."""
+    producer = logged.client.create_producer(topic)
+    producer.send(b"raw bytes")
+    why = logged.refusal(lambda c: c.subscribe(topic, "typed", schema=AvroSchema(UserV1)))
+    assert why == ("Failed to add schema to an active topic with empty(BYTES) schema: "
+                   "new schema type AVRO"), why
+    assert get_schema(quire, topic)[0] == 404  # nothing registered
+    consumer = logged.client.subscribe(topic, "plain", initial_position=pulsar.InitialPosition.Earliest)
+    assert consumer.receive(timeout_millis=10000).data() == b"raw bytes"
+    consumer.close()
+    producer.close()
+
+
 @pytest.mark.needs_restart
 def test_schemas_persist_across_restart(fresh_quire):
     topic = f"persistent://public/default/{unique('persist')}"

@@ -92,6 +92,15 @@ public final class SchemaSmoke {
                     .subscriptionName("auto")
                     .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
                     .subscribe();
+            // A typed consumer where the only consumer is AUTO_CONSUME: the
+            // topic counts as idle (Pulsar does not count AUTO_CONSUME
+            // consumers), so this consumer registers the schema (version 0).
+            try (Consumer<V1.User> typedConsumer = client.newConsumer(Schema.AVRO(V1.User.class))
+                    .topic(topic)
+                    .subscriptionName("typed")
+                    .subscribe()) {
+                typedConsumer.getSubscription();
+            }
             Producer<V1.User> typed = client.newProducer(Schema.AVRO(V1.User.class))
                     .topic(topic)
                     .enableBatching(false)
@@ -145,7 +154,7 @@ public final class SchemaSmoke {
                 }
                 auto.acknowledge(m);
             }
-            System.out.println("RESULT OK typed=1 multi=2 refused=2 auto_consumed=3");
+            System.out.println("RESULT OK consumer_registered=1 typed=1 multi=2 refused=2 auto_consumed=3");
         }
         System.exit(0);
     }
