@@ -267,10 +267,9 @@ int quire_bookie_main(int argc, char **argv)
     cfg.journal_sync = o.journal_sync;
     cfg.journal_large_entry_bytes = o.large_entry_bytes;
     cfg.gc_compact_bytes_per_s = o.compact_rate;
-    cfg.minor_compaction_threshold = o.minor_threshold;
-    cfg.minor_compaction_interval_ms = (uint64_t)o.minor_interval_s * 1000;
-    cfg.major_compaction_threshold = o.major_threshold;
-    cfg.major_compaction_interval_ms = (uint64_t)o.major_interval_s * 1000;
+    char err[160]; /* checked in qb_parse: cannot fail here */
+    bookie_config_compaction(&cfg, o.minor_threshold, o.minor_interval_s, o.major_threshold,
+                             o.major_interval_s, err, sizeof err);
     bookie_t *bk;
     int rc = bookie_open(loop, &cfg, &bk);
     if (rc < 0) {

@@ -722,6 +722,17 @@ static void test_compaction_minor_and_major(void)
     free(dir);
 }
 
+/* The compaction-times file's two values; fails the test if unreadable. */
+static void read_times(const char *dir, long long *minor_ms, long long *major_ms)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ledgers/compaction-times", dir);
+    FILE *f = fopen(path, "r");
+    TEST_REQUIRE(f != NULL);
+    CU_ASSERT_EQUAL(fscanf(f, "minor %lld\nmajor %lld\n", minor_ms, major_ms), 2);
+    fclose(f);
+}
+
 static void write_times(const char *dir, const char *text)
 {
     char path[4200];
@@ -752,13 +763,8 @@ static void test_compaction_times_kept(void)
     bookie_stats_t st = stats_wait(bk, st_compacted, 1);
     CU_ASSERT_EQUAL(st.gc_compacted_bytes, 10 * 3000); /* minor: the 10 % log only */
     bookie_close(bk);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/ledgers/compaction-times", dir);
-    FILE *f = fopen(path, "r");
-    TEST_REQUIRE(f != NULL);
     long long mi = 0, ma = 0;
-    CU_ASSERT_EQUAL(fscanf(f, "minor %lld\nmajor %lld\n", &mi, &ma), 2);
-    fclose(f);
+    read_times(dir, &mi, &ma);
     CU_ASSERT_TRUE(mi >= t0);
     CU_ASSERT_TRUE(ma <= t0);             /* no major ran */
     cfg.minor_compaction_threshold = 0.5; /* would take the 30 % log if it ran */
@@ -775,10 +781,7 @@ static void test_compaction_times_kept(void)
     bookie_get_stats(bk, &st);
     CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
     bookie_close(bk);
-    f = fopen(path, "r");
-    TEST_REQUIRE(f != NULL);
-    CU_ASSERT_EQUAL(fscanf(f, "minor %lld\nmajor %lld\n", &mi, &ma), 2);
-    fclose(f);
+    read_times(dir, &mi, &ma);
     CU_ASSERT_TRUE(ma >= t0);
     test_rm_rf(dir);
     free(dir);
