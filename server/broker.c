@@ -88,6 +88,7 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
         {"managedLedgerMaxEntriesPerLedger", 50000, 1, (1 << POS_ENTRY_BITS) - 1},
         {"managedLedgerMaxSizePerLedgerMbytes", 2048, 1, 1 << 20},
         {"managedLedgerMaxLedgerRolloverTimeMinutes", 240, 1, 1 << 20},
+        {"managedLedgerMinLedgerRolloverTimeMinutes", 10, 0, 1 << 20},
         {"defaultRetentionTimeInMinutes", 0, -1, INT32_MAX},
         {"defaultRetentionSizeInMB", 0, -1, INT32_MAX},
     };
@@ -109,8 +110,10 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
     cfg->ml.max_entries_per_ledger = (uint64_t)v[13];
     cfg->ml.max_ledger_size_bytes = (uint64_t)v[14] << 20;
     cfg->ml.max_ledger_rollover_time_s = (uint32_t)v[15] * 60;
-    cfg->default_retention_time_min = v[16];
-    cfg->default_retention_size_mb = v[17];
+    cfg->ml.min_ledger_rollover_time_s = (uint32_t)v[16] * 60;
+    cfg->ml.entries_per_ledger_limit = (1u << POS_ENTRY_BITS) - 1; /* pos_pack */
+    cfg->default_retention_time_min = v[17];
+    cfg->default_retention_size_mb = v[18];
     if (!(v[12] <= v[11] && v[11] <= v[10])) {
         snprintf(err, err_len,
                  "managedLedgerDefault{AckQuorum <= WriteQuorum <= EnsembleSize} does not hold: "

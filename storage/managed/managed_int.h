@@ -271,6 +271,7 @@ struct managed_ledger {
     uint64_t issued_entries, issued_bytes; /* into the current ledger */
     bool ledger_failed;                    /* an add failed: roll over */
     bool rollover_due;                     /* max_ledger_rollover_time_s reached */
+    ev_tstamp current_since;               /* loop time `current` was created or opened */
     bool roll_busy;                        /* rollover: a close or create in flight */
     int64_t rolling_ledger_id;             /* rollover: the ledger being closed */
     size_t current_reads;                  /* ledger_read calls on `current` in flight */

@@ -206,9 +206,15 @@ static char *ml_path_of(const char *name)
 
 static bool ledger_full(const managed_ledger_t *ml)
 {
-    return ml->issued_entries >= ml->cfg.max_entries_per_ledger ||
-           ml->issued_bytes >= ml->cfg.max_ledger_size_bytes || ml->rollover_due ||
-           ml->ledger_failed;
+    if (ml->ledger_failed || (ml->cfg.entries_per_ledger_limit &&
+                              ml->issued_entries >= ml->cfg.entries_per_ledger_limit))
+        return true;
+    if (ml->issued_entries < ml->cfg.max_entries_per_ledger &&
+        ml->issued_bytes < ml->cfg.max_ledger_size_bytes && !ml->rollover_due)
+        return false;
+    /* as Pulsar: a full ledger is kept until it is min_ledger_rollover_time_s
+     * old (checked again at the next add) */
+    return ev_now(ml->f->loop) - ml->current_since >= (double)ml->cfg.min_ledger_rollover_time_s;
 }
 
 static void ledger_closed_ignored(int rc, void *arg)
@@ -292,6 +298,7 @@ static void open_created(int rc, ledger_t *l, void *arg)
         ledger_close(l, ledger_closed_ignored, NULL);
     if (rc == 0) {
         ml->current = l;
+        ml->current_since = ev_now(ml->f->loop);
         ml->ledgers.current_id = ledger_id(l);
         rc = ml_md_write(ml, open_md_written, ml);
     }
@@ -490,6 +497,12 @@ static void rollover_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     managed_ledger_t *ml = w->data;
     ml->rollover_due = true;
+    double wait = ml->current_since + ml->cfg.min_ledger_rollover_time_s - ev_now(ml->f->loop);
+    if (ml->current && wait > 0) { /* min > max: roll at the min time */
+        ev_timer_set(&ml->rollover_timer, wait, 0.);
+        ev_timer_start(ml->f->loop, &ml->rollover_timer);
+        return;
+    }
     ml_adds_pump(ml);
 }
 
@@ -656,6 +669,7 @@ static void rollover_created(int rc, ledger_t *l, void *arg)
         ledger_close(l, ledger_closed_ignored, NULL);
     if (rc == 0) {
         ml->current = l;
+        ml->current_since = ev_now(ml->f->loop);
         ml->ledgers.current_id = ledger_id(l);
         ml->issued_entries = ml->issued_bytes = 0;
         ml->ledger_failed = ml->rollover_due = false;

@@ -5,7 +5,9 @@
  * Positions are (ledgerId, entryId); they only grow, and are never reused,
  * across restarts. The current ledger rolls over to a new one after
  * max_entries_per_ledger entries, max_ledger_size_bytes bytes, or
- * max_ledger_rollover_time_s seconds (once it holds something). The list of
+ * max_ledger_rollover_time_s seconds (once it holds something), but not before
+ * it is min_ledger_rollover_time_s old (Pulsar's currentLedgerIsFull) unless it
+ * holds entries_per_ledger_limit entries or an add failed. The list of
  * ledgers lives in the metadata store under /managed-ledgers/<name>; cursors
  * (cursor.h) under /managed-ledgers/<name>/cursors/<cursor>.
  *
@@ -61,6 +63,8 @@ typedef struct ml_config {
     uint64_t max_entries_per_ledger;     /* managedLedgerMaxEntriesPerLedger (50000) */
     uint64_t max_ledger_size_bytes;      /* managedLedgerMaxSizePerLedgerMbytes (2048 MiB) */
     uint32_t max_ledger_rollover_time_s; /* managedLedgerMaxLedgerRolloverTimeMinutes (240) */
+    uint32_t min_ledger_rollover_time_s; /* managedLedgerMinLedgerRolloverTimeMinutes (0 here) */
+    uint64_t entries_per_ledger_limit;   /* rolls at this many even before the min time (0: none) */
     int64_t retention_time_s;            /* -1 unbounded */
     int64_t retention_size_bytes;        /* -1 unbounded */
     uint32_t cursor_persist_interval_ms; /* mark-delete persisted at most this often (100) */

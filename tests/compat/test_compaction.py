@@ -404,7 +404,8 @@ def test_durable_compacted_consumer_over_trimmed_ledgers():
     compacted view is all that is left of them. A durable consumer from the earliest
     position gets it, acknowledges it and the tail; after a reconnect, and after a
     restart, it gets nothing again."""
-    srv = QuireServer(extra_args=["--managedLedgerMaxEntriesPerLedger=5"]).start()
+    srv = QuireServer(extra_args=["--managedLedgerMaxEntriesPerLedger=5",
+                                  "--managedLedgerMinLedgerRolloverTimeMinutes=0"]).start()
     try:
         topic = "persistent://public/default/compaction-trimmed"
         c = new_client(srv.service_url)

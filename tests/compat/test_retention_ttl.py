@@ -1,7 +1,8 @@
 """Retention and message TTL (namespace policies), and expiry of inactive subscriptions.
 
 The server of this module rolls ledgers every 5 entries
-(--managedLedgerMaxEntriesPerLedger=5) so that consumed ledgers can be trimmed, and
+(--managedLedgerMaxEntriesPerLedger=5, --managedLedgerMinLedgerRolloverTimeMinutes=0, as
+Pulsar's own tests do) so that consumed ledgers can be trimmed, and
 checks TTL every second (quireMessageExpiryCheckIntervalSeconds, Quire's own key; Pulsar
 only has messageExpiryCheckIntervalInMinutes). Each test uses a namespace of its own."""
 import time
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.skipif(EXTERNAL, reason="needs server flags (ledger siz
 @pytest.fixture(scope="module")
 def srv():
     s = QuireServer(extra_args=["--managedLedgerMaxEntriesPerLedger=5",
+                                "--managedLedgerMinLedgerRolloverTimeMinutes=0",
                                 "--quireMessageExpiryCheckIntervalSeconds=1"]).start()
     yield s
     s.cleanup()

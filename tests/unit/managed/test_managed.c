@@ -1136,6 +1136,66 @@ static void test_rollover_by_time(void)
     free(dir);
 }
 
+/* managedLedgerMinLedgerRolloverTimeMinutes: a full ledger is kept until it is
+ * old enough (Pulsar's currentLedgerIsFull), except at the hard entry limit. */
+static void test_min_rollover_time(void)
+{
+    char *dir = test_tmpdir("ml-mintime");
+    tstack_t s;
+    TEST_REQUIRE(stack_open(&s, dir, 1u << 20) == 0);
+    ml_config_t cfg = small_config(); /* 10 entries per ledger */
+    cfg.min_ledger_rollover_time_s = 3600;
+    cfg.entries_per_ledger_limit = 30;
+    managed_ledger_t *ml = open_ml(&s, "t/min-time", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    adds_t a;
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "m", 0, 25, 0, &a), 25);
+    ml_ledger_info_t infos[4];
+    CU_ASSERT_EQUAL(ml_get_ledgers(ml, infos, 4), 1);
+    CU_ASSERT_EQUAL(infos[0].entries, 25);
+    /* the limit rolls it over whatever its age */
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "m", 25, 10, 0, &a), 10);
+    CU_ASSERT_TRUE(a.order_ok);
+    CU_ASSERT_EQUAL(ml_get_ledgers(ml, infos, 4), 2);
+    CU_ASSERT_EQUAL(infos[0].entries, 30);
+    CU_ASSERT_TRUE(infos[0].closed_ms > 0);
+    CU_ASSERT_EQUAL(infos[1].entries, 5);
+    got_t g;
+    CU_ASSERT_EQUAL(read_all(&s, ml, ML_POS_EARLIEST, 8, &g), 0);
+    CU_ASSERT_EQUAL(g.n, 35);
+    CU_ASSERT_TRUE(g.n == 35 && text_is(&g, 29, "m", 29) && text_is(&g, 30, "m", 30));
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+
+    /* min 1 s: a full ledger rolls at the first add once it is 1 s old */
+    cfg.min_ledger_rollover_time_s = 1;
+    cfg.entries_per_ledger_limit = 0;
+    ml = open_ml(&s, "t/min-time-1", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "n", 0, 12, 0, &a), 12);
+    test_run_for(s.loop, 1.1);
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "n", 12, 1, 0, &a), 1);
+    CU_ASSERT_TRUE(wait_ledgers(&s, ml, 2));
+    CU_ASSERT_EQUAL(ml_get_ledgers(ml, infos, 4), 2);
+    CU_ASSERT_TRUE(infos[0].entries >= 10 && infos[0].entries <= 12);
+    CU_ASSERT_EQUAL(infos[0].entries + infos[1].entries, 13);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+
+    /* min above max: the max-time timer waits for the min time, then rolls an
+     * idle ledger (no add comes to check it again) */
+    cfg.max_ledger_rollover_time_s = 1;
+    cfg.min_ledger_rollover_time_s = 2;
+    ml = open_ml(&s, "t/min-time-2", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "o", 0, 3, 0, &a), 3);
+    CU_ASSERT_TRUE(wait_ledgers(&s, ml, 2));
+    CU_ASSERT_EQUAL(ml_get_ledgers(ml, infos, 4), 2);
+    CU_ASSERT_EQUAL(infos[0].entries, 3);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    stack_close(&s);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_fenced_by_second_owner(void)
 {
     char *dir = test_tmpdir("ml-fence");
@@ -1250,6 +1310,7 @@ void register_managed_suite(void)
     CU_add_test(s, "pending adds bounded", test_pending_adds_bounded);
     CU_add_test(s, "concurrent open, properties", test_concurrent_open_and_properties);
     CU_add_test(s, "rollover by time", test_rollover_by_time);
+    CU_add_test(s, "min rollover time", test_min_rollover_time);
     CU_add_test(s, "fenced by a second owner", test_fenced_by_second_owner);
     CU_add_test(s, "many logs share one trim timer", test_many_share_one_trim_timer);
 }

@@ -323,6 +323,11 @@ static void test_config_keys(void)
 {
     qconfig_t *q = qconfig_new();
     TEST_REQUIRE(q != NULL);
+    broker_config_t cfg;
+    char err[256];
+    CU_ASSERT_EQUAL(broker_config_load(q, &cfg, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(cfg.ml.min_ledger_rollover_time_s, 600); /* Pulsar's 10 minutes */
+    CU_ASSERT_EQUAL(cfg.ml.entries_per_ledger_limit, (1u << POS_ENTRY_BITS) - 1);
     qconfig_set(q, "dispatcherMaxReadBatchSize", "321");
     qconfig_set(q, "dispatcherMaxReadSizeBytes", "1048576");
     qconfig_set(q, "managedLedgerDefaultEnsembleSize", "3");
@@ -331,10 +336,9 @@ static void test_config_keys(void)
     qconfig_set(q, "managedLedgerMaxEntriesPerLedger", "777");
     qconfig_set(q, "managedLedgerMaxSizePerLedgerMbytes", "5");
     qconfig_set(q, "managedLedgerMaxLedgerRolloverTimeMinutes", "2");
+    qconfig_set(q, "managedLedgerMinLedgerRolloverTimeMinutes", "0");
     qconfig_set(q, "defaultRetentionTimeInMinutes", "-1");
     qconfig_set(q, "defaultRetentionSizeInMB", "42");
-    broker_config_t cfg;
-    char err[256];
     CU_ASSERT_EQUAL(broker_config_load(q, &cfg, err, sizeof err), 0);
     CU_ASSERT_EQUAL(cfg.dispatcher_max_read_batch, 321);
     CU_ASSERT_EQUAL(cfg.dispatcher_max_read_bytes, 1048576);
@@ -344,11 +348,16 @@ static void test_config_keys(void)
     CU_ASSERT_EQUAL(cfg.ml.max_entries_per_ledger, 777);
     CU_ASSERT_EQUAL(cfg.ml.max_ledger_size_bytes, 5u << 20);
     CU_ASSERT_EQUAL(cfg.ml.max_ledger_rollover_time_s, 120);
+    CU_ASSERT_EQUAL(cfg.ml.min_ledger_rollover_time_s, 0);
     CU_ASSERT_EQUAL(cfg.default_retention_time_min, -1);
     CU_ASSERT_EQUAL(cfg.default_retention_size_mb, 42);
     qconfig_set(q, "dispatcherMaxReadSizeBytes", "10");
     CU_ASSERT_EQUAL(broker_config_load(q, &cfg, err, sizeof err), QE_INVALID);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "dispatcherMaxReadSizeBytes"));
+    qconfig_set(q, "dispatcherMaxReadSizeBytes", "1048576");
+    qconfig_set(q, "managedLedgerMinLedgerRolloverTimeMinutes", "-1");
+    CU_ASSERT_EQUAL(broker_config_load(q, &cfg, err, sizeof err), QE_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "managedLedgerMinLedgerRolloverTimeMinutes"));
     qconfig_free(q);
 }
 
