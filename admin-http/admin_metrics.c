@@ -2,16 +2,17 @@
  * admin_metrics.c — rates from counters, and /metrics in Prometheus text
  * exposition format 0.0.4 with Apache Pulsar's metric names.
  *
- * Rates are never made up: a 1-second ev_timer samples topics' and
- * subscriptions' counters (server/broker_admin.h) into a ring of the last
- * METRICS_WINDOW samples; a rate is (newest - oldest) / (their time apart),
- * 0 until two samples exist. The broker lists the topics whose counters moved
- * since the previous tick, with their values at that tick; only those are
- * read. A series whose window shows no change is dropped (its rate is 0 either
- * way). A tick therefore costs O(topics active in the last 5 s): 100,000
- * topics cost nothing while quiet, with or without clients connected. (Until
- * 2026-11-30 every topic with a client was read every second: 6.5 % of a core
- * with 10,000 idle producers and consumers connected.)
+ * Rates are never made up: a 1-second ev_timer hears the topics and
+ * subscriptions whose counters moved since the previous tick
+ * (server/broker_admin.h, broker_admin_traffic_drain), with their values at
+ * the previous tick and now, and keeps them in metrics_series.h's windows: a
+ * rate is the change over the last 5 s (or since the series began) / the time
+ * between those ticks, 0 until two ticks exist. A tick costs O(topics active
+ * in the last 5 s): 100,000 topics cost nothing while quiet, with or without
+ * clients connected. (Until 2026-11-30 every topic with a client was read
+ * every second: 6.5 % of a core with 10,000 idle producers and consumers
+ * connected; until 2026-12-01 every series of the window was walked each
+ * second.)
  *
  * Rendering takes a snapshot of the views first, then prints each metric
  * family once (# TYPE line, then every sample), as the format requires.
@@ -24,133 +25,46 @@
 #include <unistd.h>
 
 #include "admin-http/admin_int.h"
-#include "common/hashmap.h"
+#include "admin-http/metrics_series.h"
 #include "common/log.h"
 #include "server/broker_admin.h"
 
-#define METRICS_WINDOW 6 /* samples: a 5-second window at 1 s */
 #define METRICS_INTERVAL_S 1.0
-
-typedef struct sample {
-    double t;
-    uint64_t v[4]; /* msg_in, bytes_in, msg_out, bytes_out (subs: out only) */
-} sample_t;
-
-typedef struct series {
-    sample_t ring[METRICS_WINDOW];
-    unsigned head, count; /* head: next slot */
-    uint64_t seen_gen;    /* tick of the newest sample */
-} series_t;
 
 struct admin_metrics {
     admin_service_t *a;
     ev_timer timer;
-    qmap_t *series; /* "topic" or "topic\x1fsub" -> series_t */
-    uint64_t gen;
-    double last_t; /* time of the previous tick; 0 before the first */
+    mseries_t *series; /* "topic" or "topic\x1fsub" */
 };
 
 /* --------------------------------------------------------------- sampling -- */
 
-static void series_push(series_t *s, double t, const uint64_t v[4])
-{
-    s->ring[s->head] = (sample_t){t, {v[0], v[1], v[2], v[3]}};
-    s->head = (s->head + 1) % METRICS_WINDOW;
-    if (s->count < METRICS_WINDOW)
-        s->count++;
-}
-
-static const sample_t *series_newest(const series_t *s)
-{
-    return &s->ring[(s->head + METRICS_WINDOW - 1) % METRICS_WINDOW];
-}
-
-/* No change over the window: the rate is 0 with or without the series. */
-static bool series_flat(const series_t *s)
-{
-    const sample_t *newest = series_newest(s);
-    const sample_t *oldest = &s->ring[(s->head + METRICS_WINDOW - s->count) % METRICS_WINDOW];
-    return memcmp(newest->v, oldest->v, sizeof newest->v) == 0;
-}
-
-static void series_rates(admin_metrics_t *m, const char *key, double out[4])
-{
-    memset(out, 0, 4 * sizeof out[0]);
-    series_t *s = m ? qmap_get(m->series, key) : NULL;
-    if (!s || s->count < 2)
-        return;
-    const sample_t *newest = series_newest(s);
-    const sample_t *oldest = &s->ring[(s->head + METRICS_WINDOW - s->count) % METRICS_WINDOW];
-    double dt = newest->t - oldest->t;
-    if (dt <= 0)
-        return;
-    for (int i = 0; i < 4; i++)
-        out[i] = newest->v[i] >= oldest->v[i] ? (double)(newest->v[i] - oldest->v[i]) / dt : 0.0;
-}
-
-typedef struct sample_pass {
-    admin_metrics_t *m;
-    double t;
-} sample_pass_t;
-
-/* A topic or subscription whose counters moved since the previous tick (or
- * a subscription of such a topic). Its series starts with the counters as
- * they were at the previous tick, so the first movement after a quiet spell
- * counts too. */
+/* A topic whose counters moved since the previous tick, or a subscription of
+ * such a topic. */
 static void sample_traffic(const broker_admin_traffic_t *v, void *arg)
 {
-    sample_pass_t *sp = arg;
-    admin_metrics_t *m = sp->m;
+    admin_metrics_t *m = arg;
     char buf[3 * TOPIC_NAME_MAX];
     const char *key = v->topic;
     if (v->sub) {
         snprintf(buf, sizeof buf, "%s\x1f%s", v->topic, v->sub);
         key = buf;
     }
-    series_t *s = qmap_get(m->series, key);
-    if (!s && memcmp(v->now, v->before, sizeof v->now) == 0)
-        return; /* nothing moved and nothing to extend: rate 0 */
-    if (!s) {
-        s = calloc(1, sizeof *s);
-        if (!s || qmap_put(m->series, key, s) < 0) {
-            free(s);
-            return;
-        }
-    } else if (s->count > 0 && memcmp(series_newest(s)->v, v->before, sizeof v->before) != 0) {
-        s->count = s->head = 0; /* the topic was loaded again: its counters restarted */
-    }
-    if (s->count == 0 && m->last_t > 0)
-        series_push(s, m->last_t, v->before);
-    series_push(s, sp->t, v->now);
-    s->seen_gen = m->gen;
+    if (mseries_report(m->series, key, v->before, v->now) < 0)
+        log_warn("admin", "metrics: no memory for the rates of %s", key);
 }
 
-/* Each tick samples only what moved (broker_admin_traffic_drain); every other
- * series gets its newest values again (nothing moved), and a series flat over
- * the window is dropped. A tick therefore costs O(topics active in the last
- * window), whatever the number of topics and of idle clients. */
+/* Each tick hears only what moved (broker_admin_traffic_drain), and forgets
+ * what has been flat for the window: O(topics active in the window), in
+ * total, whatever the number of topics and of idle clients
+ * (metrics_series.h). */
 static void metrics_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
     admin_metrics_t *m = w->data;
-    m->gen++;
-    sample_pass_t sp = {m, ev_now(loop)};
-    broker_admin_traffic_drain(m->a->broker, sample_traffic, &sp);
-    qmap_iter_t it = {0};
-    const char *key;
-    void *v;
-    while (qmap_next(m->series, &it, &key, &v)) {
-        series_t *s = v;
-        if (s->seen_gen != m->gen) {
-            series_push(s, sp.t, series_newest(s)->v);
-            s->seen_gen = m->gen;
-        }
-        if (s->count >= 2 && series_flat(s)) {
-            qmap_remove(m->series, key);
-            free(s);
-        }
-    }
-    m->last_t = sp.t;
+    mseries_tick_begin(m->series, ev_now(loop));
+    broker_admin_traffic_drain(m->a->broker, sample_traffic, m);
+    mseries_tick_end(m->series);
 }
 
 admin_metrics_t *admin_metrics_new(admin_service_t *a)
@@ -159,7 +73,7 @@ admin_metrics_t *admin_metrics_new(admin_service_t *a)
     if (!m)
         return NULL;
     m->a = a;
-    m->series = qmap_new();
+    m->series = mseries_new();
     if (!m->series) {
         free(m);
         return NULL;
@@ -177,11 +91,7 @@ void admin_metrics_free(admin_metrics_t *m)
         return;
     ev_ref(m->a->loop);
     ev_timer_stop(m->a->loop, &m->timer);
-    qmap_iter_t it = {0};
-    void *v;
-    while (qmap_next(m->series, &it, NULL, &v))
-        free(v);
-    qmap_free(m->series);
+    mseries_free(m->series);
     free(m);
 }
 
@@ -189,7 +99,7 @@ void admin_metrics_topic_rates(admin_metrics_t *m, const char *topic, double *ms
                                double *bytes_in, double *msg_out, double *bytes_out)
 {
     double r[4];
-    series_rates(m, topic, r);
+    mseries_rates(m ? m->series : NULL, topic, r);
     *msg_in = r[0];
     *bytes_in = r[1];
     *msg_out = r[2];
@@ -202,7 +112,7 @@ void admin_metrics_sub_rates(admin_metrics_t *m, const char *topic, const char *
     char key[3 * TOPIC_NAME_MAX];
     snprintf(key, sizeof key, "%s\x1f%s", topic, sub);
     double r[4];
-    series_rates(m, key, r);
+    mseries_rates(m ? m->series : NULL, key, r);
     *msg_out = r[2];
     *bytes_out = r[3];
 }
@@ -312,7 +222,7 @@ static void snap_topic(const broker_admin_topic_view_t *v, void *arg)
     t->c[1] = v->bytes_in;
     t->c[2] = v->msg_out;
     t->c[3] = v->bytes_out;
-    series_rates(sn->m, v->name, t->r);
+    mseries_rates(sn->m ? sn->m->series : NULL, v->name, t->r);
     t->storage = v->has_ledger ? v->ml.size_bytes : 0;
     t->backlog = v->backlog_entries;
     t->backlog_size = (double)v->backlog_size_bytes;

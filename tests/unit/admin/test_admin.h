@@ -3,6 +3,7 @@
 #define QUIRE_TEST_ADMIN_H
 
 void admin_register_pure_suite(void);
+void admin_register_series_suite(void);
 void admin_register_http_suite(void);
 void admin_register_service_suite(void);
 

@@ -5,6 +5,7 @@
 static void register_suites(void)
 {
     admin_register_pure_suite();
+    admin_register_series_suite();
     admin_register_http_suite();
     admin_register_service_suite();
 }
