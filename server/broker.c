@@ -70,7 +70,7 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
 {
     memset(cfg, 0, sizeof *cfg);
     ml_config_defaults(&cfg->ml);
-    int64_t v[20];
+    int64_t v[24];
     const int_key_t keys[] = {
         {"brokerServicePort", 6650, 0, 65535},
         {"webServicePort", 8080, 0, 65535},
@@ -91,6 +91,8 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
         {"managedLedgerMinLedgerRolloverTimeMinutes", 10, 0, 1 << 20},
         {"defaultRetentionTimeInMinutes", 0, -1, INT32_MAX},
         {"defaultRetentionSizeInMB", 0, -1, INT32_MAX},
+        {"dispatcherReadFailureBackoffInitialTimeInMs", 15000, 1, 3600000},
+        {"dispatcherReadFailureBackoffMaxTimeInMs", 60000, 1, 3600000},
     };
     size_t nkeys = sizeof keys / sizeof keys[0];
     for (size_t i = 0; i < nkeys; i++)
@@ -114,6 +116,8 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
     cfg->ml.entries_per_ledger_limit = (1u << POS_ENTRY_BITS) - 1; /* pos_pack */
     cfg->default_retention_time_min = v[17];
     cfg->default_retention_size_mb = v[18];
+    cfg->read_failure_backoff_ms = (uint32_t)v[19];
+    cfg->read_failure_backoff_max_ms = (uint32_t)(v[20] > v[19] ? v[20] : v[19]);
     if (!(v[12] <= v[11] && v[11] <= v[10])) {
         snprintf(err, err_len,
                  "managedLedgerDefault{AckQuorum <= WriteQuorum <= EnsembleSize} does not hold: "

@@ -390,6 +390,8 @@ struct subscription {
     uint64_t traffic_gen;          /* == broker->traffic_gen: traffic_base is valid */
     uint64_t traffic_base[2];      /* msg_out, bytes_out at the last drain */
     bool replay_stalled;           /* the replay set's head cannot go now; read new entries */
+    ev_timer read_retry;           /* a failed read is tried again (dispatcher.c) */
+    uint32_t read_failures;        /* in a row: the back-off doubles */
     /* A non-durable subscription normally goes with its last consumer; after a
      * SEEK it waits (orphan_timer) for the reader to come back to the reset cursor. */
     bool keep_without_consumers;

@@ -460,6 +460,51 @@ static bool dispatch_entry(subscription_t *s, const ml_entry_t *e, bool from_rep
 
 /* -------------------------------------------------------------- reading -- */
 
+static void read_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    subscription_dispatch(w->data);
+}
+
+/* A failed read is tried again after a back-off, as Pulsar's dispatchers do
+ * (readFailureBackoff: dispatcherReadFailureBackoffInitialTimeInMs, doubling up
+ * to ...MaxTimeInMs); when the bookie only refused it for load (QE_BUSY: its
+ * bound on pending reads), after READ_BUSY_RETRY_MS doubling up to
+ * READ_BUSY_RETRY_MAX_MS, since waiting 15 s for a queue to drain would stall
+ * the subscription for nothing. Any other event still dispatches at once, and
+ * a read that succeeds resets the back-off. (Until 2026-12-01 only the next
+ * event retried: a subscription whose consumers had permits and nothing
+ * unacknowledged, with no new entries coming, waited for ever.) */
+#define READ_BUSY_RETRY_MS 10u
+#define READ_BUSY_RETRY_MAX_MS 1000u
+
+static void read_retry_arm(subscription_t *s, int rc)
+{
+    const broker_config_t *cfg = &s->topic->broker->cfg;
+    bool busy = rc == QE_BUSY;
+    uint64_t ms = busy ? READ_BUSY_RETRY_MS : cfg->read_failure_backoff_ms;
+    uint64_t max = busy ? READ_BUSY_RETRY_MAX_MS : cfg->read_failure_backoff_max_ms;
+    for (uint32_t i = 0; i < s->read_failures && ms < max; i++)
+        ms *= 2;
+    if (ms > max)
+        ms = max;
+    if (s->read_failures < UINT32_MAX)
+        s->read_failures++;
+    if (busy)
+        log_debug("dispatch", "%s / %s: read failed: %s; again in %llu ms", s->topic->name, s->name,
+                  q_strerror(rc), (unsigned long long)ms);
+    else
+        log_error("dispatch", "%s / %s: read failed: %s; again in %llu ms", s->topic->name, s->name,
+                  q_strerror(rc), (unsigned long long)ms);
+    struct ev_loop *loop = s->topic->broker->loop;
+    if (ev_is_active(&s->read_retry))
+        return; /* one retry pending is enough */
+    ev_timer_init(&s->read_retry, read_retry_cb, (double)ms / 1000.0, 0.);
+    s->read_retry.data = s;
+    ev_timer_start(loop, &s->read_retry);
+}
+
 static void read_done(int rc, const ml_entry_t *entries, size_t n, void *arg, bool replay)
 {
     subscription_t *s = arg;
@@ -470,9 +515,10 @@ static void read_done(int rc, const ml_entry_t *entries, size_t n, void *arg, bo
         return;
     }
     if (rc < 0) {
-        log_error("dispatch", "%s / %s: read failed: %s", s->topic->name, s->name, q_strerror(rc));
-        return; /* the next event retries */
+        read_retry_arm(s, rc);
+        return;
     }
+    s->read_failures = 0;
     size_t sent = 0;
     for (size_t i = 0; i < n; i++)
         sent += dispatch_entry(s, &entries[i], replay);
@@ -544,8 +590,7 @@ static void dispatch_continue(subscription_t *s)
         if (rc > 0)
             termination_check_end(s); /* terminated and all read: REACHED_END_OF_TOPIC */
         if (rc < 0)
-            log_error("dispatch", "%s / %s: cannot read: %s", s->topic->name, s->name,
-                      q_strerror(rc));
+            read_retry_arm(s, rc);
     }
 }
 
@@ -565,6 +610,7 @@ void subscription_free(subscription_t *s)
     delayed_free(s);
     compaction_sub_free(s);
     ev_timer_stop(s->topic->broker->loop, &s->orphan_timer);
+    ev_timer_stop(s->topic->broker->loop, &s->read_retry);
     if (s->cursor)
         ml_cursor_close(s->cursor, broker_ignore_done, NULL);
     free(s->replay);

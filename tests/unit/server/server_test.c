@@ -21,12 +21,68 @@
 #include "storage/managed/managed_ledger.h"
 #include "storage/metadata/metadata.h"
 
+/* The bookie handle the broker reads through: the local one, with reads
+ * that can be made to fail (tbroker_fail_reads). */
+typedef struct flaky_bk {
+    bk_client_t base;
+    bk_client_t *inner;
+    int fail_reads, fail_rc, failed;
+} flaky_bk_t;
+
+static int flaky_add(bk_client_t *c, int64_t l, int64_t e, int64_t lac, qbuf_t *d, bk_add_cb cb,
+                     void *arg)
+{
+    return bk_client_add(((flaky_bk_t *)c)->inner, l, e, lac, d, cb, arg);
+}
+
+static int flaky_read(bk_client_t *c, int64_t l, int64_t e, bk_read_cb cb, void *arg)
+{
+    flaky_bk_t *f = (flaky_bk_t *)c;
+    if (f->fail_reads > 0) {
+        f->fail_reads--;
+        f->failed++;
+        return f->fail_rc;
+    }
+    return bk_client_read(f->inner, l, e, cb, arg);
+}
+
+static int flaky_read_lac(bk_client_t *c, int64_t l, bk_lac_cb cb, void *arg)
+{
+    return bk_client_read_lac(((flaky_bk_t *)c)->inner, l, cb, arg);
+}
+
+static int flaky_fence(bk_client_t *c, int64_t l, bk_lac_cb cb, void *arg)
+{
+    return bk_client_fence(((flaky_bk_t *)c)->inner, l, cb, arg);
+}
+
+static int flaky_last_entry(bk_client_t *c, int64_t l, bk_lac_cb cb, void *arg)
+{
+    return bk_client_last_entry(((flaky_bk_t *)c)->inner, l, cb, arg);
+}
+
+static int flaky_delete(bk_client_t *c, int64_t l, bk_done_cb cb, void *arg)
+{
+    return bk_client_delete_ledger(((flaky_bk_t *)c)->inner, l, cb, arg);
+}
+
+static void flaky_free(bk_client_t *c)
+{
+    bk_client_free(((flaky_bk_t *)c)->inner);
+    free(c);
+}
+
+static const bk_client_ops_t flaky_ops = {
+    flaky_add,        flaky_read,   flaky_read_lac, flaky_fence,
+    flaky_last_entry, flaky_delete, flaky_free,     NULL};
+
 struct tbroker {
     struct ev_loop *loop;
     char *dir;
     md_store_t *md;
     bookie_t *bookie;
     bk_client_t *bk;
+    flaky_bk_t *flaky;
     ledger_client_t *lc;
     ml_factory_t *mlf;
     broker_t *broker;
@@ -82,7 +138,12 @@ tbroker_t *tbroker_start_with(const char *const (*settings)[2], size_t n)
     bc.data_dir = path;
     if (bookie_open(tb->loop, &bc, &tb->bookie) < 0)
         return NULL;
-    tb->bk = bk_client_local(tb->bookie, "local");
+    tb->flaky = calloc(1, sizeof *tb->flaky);
+    if (!tb->flaky || !(tb->flaky->inner = bk_client_local(tb->bookie, "local")))
+        return NULL;
+    tb->flaky->base.ops = &flaky_ops;
+    snprintf(tb->flaky->base.id, sizeof tb->flaky->base.id, "local");
+    tb->bk = &tb->flaky->base;
     ledger_client_config_t lcc;
     ledger_client_config_defaults(&lcc);
     if (ledger_client_new(tb->loop, tb->md, &lcc, &tb->lc) < 0 ||
@@ -123,6 +184,18 @@ void tbroker_stop(tbroker_t *tb)
 struct ev_loop *tbroker_loop(tbroker_t *tb)
 {
     return tb->loop;
+}
+
+void tbroker_fail_reads(tbroker_t *tb, int n, int rc)
+{
+    tb->flaky->fail_reads = n;
+    tb->flaky->fail_rc = rc;
+    tb->flaky->failed = 0;
+}
+
+int tbroker_reads_failed(const tbroker_t *tb)
+{
+    return tb->flaky->failed;
 }
 
 /* ---------------------------------------------------------------- client -- */

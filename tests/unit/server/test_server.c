@@ -328,6 +328,12 @@ static void test_config_keys(void)
     CU_ASSERT_EQUAL(broker_config_load(q, &cfg, err, sizeof err), 0);
     CU_ASSERT_EQUAL(cfg.ml.min_ledger_rollover_time_s, 600); /* Pulsar's 10 minutes */
     CU_ASSERT_EQUAL(cfg.ml.entries_per_ledger_limit, (1u << POS_ENTRY_BITS) - 1);
+    CU_ASSERT_EQUAL(cfg.read_failure_backoff_ms, 15000); /* Pulsar's defaults */
+    CU_ASSERT_EQUAL(cfg.read_failure_backoff_max_ms, 60000);
+    qconfig_set(q, "dispatcherReadFailureBackoffInitialTimeInMs", "2000");
+    qconfig_set(q, "dispatcherReadFailureBackoffMaxTimeInMs", "1000");
+    CU_ASSERT_EQUAL(broker_config_load(q, &cfg, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(cfg.read_failure_backoff_max_ms, 2000); /* never below the first */
     qconfig_set(q, "dispatcherMaxReadBatchSize", "321");
     qconfig_set(q, "dispatcherMaxReadSizeBytes", "1048576");
     qconfig_set(q, "managedLedgerDefaultEnsembleSize", "3");
@@ -359,6 +365,41 @@ static void test_config_keys(void)
     CU_ASSERT_EQUAL(broker_config_load(q, &cfg, err, sizeof err), QE_INVALID);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "managedLedgerMinLedgerRolloverTimeMinutes"));
     qconfig_free(q);
+}
+
+/* A read from the bookie that fails is tried again after a back-off
+ * (dispatcher.c): messages waiting for a consumer with permits arrive though
+ * no other event (entry, ack, flow) comes. A refusal for load (QE_BUSY) is
+ * retried within milliseconds, doubling; another error after
+ * dispatcherReadFailureBackoffInitialTimeInMs. Before, both waited for ever. */
+static void test_read_failure_retried(void)
+{
+    const char *const settings[][2] = {{"dispatcherReadFailureBackoffInitialTimeInMs", "50"}};
+    tbroker_t *tb = tbroker_start_with(settings, 1);
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *c = tclient_connect(tb, "read-retry");
+    TEST_REQUIRE(c != NULL);
+    const struct {
+        const char *topic;
+        int fails, rc;
+    } rounds[] = {{T "read-busy", 5, QE_BUSY}, {T "read-error", 1, -EIO}};
+    for (uint64_t r = 0; r < 2; r++) {
+        CU_ASSERT_EQUAL(tclient_create_producer(c, rounds[r].topic, 10 + r), 0);
+        for (uint64_t i = 0; i < 3; i++) /* no cursor yet: read back from the bookie */
+            CU_ASSERT_EQUAL(tclient_produce(c, 10 + r, i, NULL, "m", NULL, NULL), 0);
+        tbroker_fail_reads(tb, rounds[r].fails, rounds[r].rc);
+        CU_ASSERT_EQUAL(tclient_subscribe(c, rounds[r].topic, "s", 20 + r,
+                                          PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Exclusive,
+                                          "c", NULL, 0),
+                        0);
+        CU_ASSERT_EQUAL(tclient_flow(c, 20 + r, 100), 0);
+        tframe_t *m[3] = {NULL};
+        CU_ASSERT_EQUAL(receive_messages(c, m, 3, 5.0), 3);
+        free_frames(m, 3);
+        CU_ASSERT_EQUAL(tbroker_reads_failed(tb), rounds[r].fails);
+    }
+    tclient_close(c);
+    tbroker_stop(tb);
 }
 
 static uintptr_t key_count(const subscription_t *s, uint32_t hash)
@@ -672,6 +713,7 @@ static void register_suites(void)
     CU_add_test(s, "key_shared sticky ranges", test_key_shared_sticky_ranges);
     CU_add_test(s, "unknown ids and oversized permits", test_unknown_ids_and_oversized_permits);
     CU_add_test(s, "configuration keys", test_config_keys);
+    CU_add_test(s, "read failures retried", test_read_failure_retried);
     CU_add_test(s, "replay set key counts", test_replay_key_counts);
     CU_add_test(s, "publish buffer bound held", test_publish_buffer_bound);
     CU_add_test(s, "replies coalesced", test_replies_coalesced);
