@@ -1,0 +1,35 @@
+#!/bin/bash
+# eperf.sh BUILD TAG SEQ... : emem.sh with a 6-s perf record of the server in each (e) run; like cvm.sh (a, b, c, d, e), and while each runs, samples every
+# 0.5 s the server's RSS and its memory gauges from /metrics (entry cache bytes, publish
+# buffer, write queues to clients); prints per run the maxima and the samples to TAG-mem.txt
+B=$1; TAG=$2; shift 2
+cd /work/main
+D=$(mktemp -d /tmp/p11/qd.XXXX); P=$B/tools/quire-perf
+read -r port wport < <(python3 -c 'import socket
+s=[socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1",0)) for x in s]; print(*[x.getsockname()[1] for x in s])')
+$B/src/quire standalone --data-dir $D --bindAddress=127.0.0.1 --advertisedAddress=127.0.0.1 --brokerServicePort=$port --webServicePort=$wport --journalSyncData=true --logLevel=${QLOG:-warn} $QARGS > /tmp/p11/q-$TAG.log 2>&1 &
+QP=$!
+for i in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
+U=pulsar://127.0.0.1:$port; i=0
+sample() { # t rss_mb cache_mb pubbuf_mb wq_mb
+  m=$(curl -s -m 2 http://127.0.0.1:$wport/metrics)
+  echo "$(date +%T.%N | cut -c1-10) $(awk '/VmRSS/ {printf "%.0f", $2/1024}' /proc/$QP/status) $(echo "$m" | awk '/^pulsar_ml_cache_used_size/ {s+=$2} /^quire_broker_publish_buffer_bytes/ {p+=$2} /^quire_broker_write_queue_bytes/ {w+=$2} END {printf "%.0f %.0f %.0f", s/1048576, p/1048576, w/1048576}')"
+}
+for s in "$@"; do
+  i=$((i+1))
+  case $s in
+    a) args="--topics a-$TAG-$i --size 1024 --rate 0 --batch-max-delay-ms 1 --max-pending 10000 --receiver-queue-size 10000";;
+    b) args="--topics b-$TAG-$i --size 100 --rate 0 --batch-max-delay-ms 1 --max-pending 50000 --receiver-queue-size 50000";;
+    c) args="--topics c-$TAG-$i --size 1024 --rate 50000 --batch-max-delay-ms 1 --max-pending 10000 --receiver-queue-size 10000";;
+    d) args="--topics d-$TAG-$i --size 1024 --rate 0 --disable-batching --max-pending 1";;
+    e) args="--topic-prefix e-$TAG-$i --num-topics 100 --producers-per-topic 10 --consumers-per-topic 2 --subscription-type Key_Shared --keys 1000 --size 1024 --rate 0 --max-pending 200 --receiver-queue-size 1000";;
+  esac
+  $P both --service-url $U $args --seconds 10 --warmup-seconds 3 --report-interval-s 5 --op-timeout-s 60 > /tmp/p11/$TAG-$i-$s.txt 2>&1 &
+  PP=$!
+  [ $s = e ] && (sleep 5; perf record -F 999 -g -p $QP -o /tmp/p11/$TAG-$i.perf -- sleep 6 > /dev/null 2>&1) &
+  while kill -0 $PP 2>/dev/null; do sample; sleep 0.5; done > /tmp/p11/$TAG-$i-mem.txt
+  wait $PP
+  echo "$(date +%T) $TAG $i $s $(grep 'produced ' /tmp/p11/$TAG-$i-$s.txt | tail -n1 | awk '{print $4}') msg/s cons $(grep 'consumed ' /tmp/p11/$TAG-$i-$s.txt | tail -n1 | awk '{print $4}') | $(grep -o 'drain timed out.*' /tmp/p11/$TAG-$i-$s.txt) | max rss/cache/pubbuf/wq MB: $(awk 'BEGIN {a=b=c=d=0} {if ($2>a) a=$2; if ($3>b) b=$3; if ($4>c) c=$4; if ($5>d) d=$5} END {print a, b, c, d}' /tmp/p11/$TAG-$i-mem.txt) | VmHWM $(awk '/VmHWM/ {printf "%.0f", $2/1024}' /proc/$QP/status)"
+done
+kill $QP; wait $QP; rm -rf $D
