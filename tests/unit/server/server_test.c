@@ -66,6 +66,12 @@ static int flaky_delete(bk_client_t *c, int64_t l, bk_done_cb cb, void *arg)
     return bk_client_delete_ledger(((flaky_bk_t *)c)->inner, l, cb, arg);
 }
 
+static int flaky_recovery_add(bk_client_t *c, int64_t l, int64_t e, int64_t lac, qbuf_t *d,
+                              bk_add_cb cb, void *arg)
+{
+    return bk_client_recovery_add(((flaky_bk_t *)c)->inner, l, e, lac, d, cb, arg);
+}
+
 static void flaky_free(bk_client_t *c)
 {
     bk_client_free(((flaky_bk_t *)c)->inner);
@@ -73,8 +79,15 @@ static void flaky_free(bk_client_t *c)
 }
 
 static const bk_client_ops_t flaky_ops = {
-    flaky_add,        flaky_read,   flaky_read_lac, flaky_fence,
-    flaky_last_entry, flaky_delete, flaky_free,     NULL};
+    .add = flaky_add,
+    .read = flaky_read,
+    .read_lac = flaky_read_lac,
+    .fence = flaky_fence,
+    .last_entry = flaky_last_entry,
+    .delete_ledger = flaky_delete,
+    .free = flaky_free,
+    .recovery_add = flaky_recovery_add, /* as the local handle: fenced ledgers recover */
+};
 
 struct tbroker {
     struct ev_loop *loop;
