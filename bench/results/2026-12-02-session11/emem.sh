@@ -2,14 +2,15 @@
 # emem.sh BUILD TAG SEQ... : like cvm.sh (a, b, c, d, e), and while each runs, samples every
 # 0.5 s the server's RSS and its memory gauges from /metrics (entry cache bytes, publish
 # buffer, write queues to clients); prints per run the maxima (samples in TAG-i-mem.txt)
-# and the bk-journal thread's CPU ticks; QARGS: more server options
+# and the bk-journal thread's CPU ticks; QARGS: more server options; QWRAP: a command to run the
+# server under (heaptrack)
 B=$1; TAG=$2; shift 2
 cd /work/main
 D=$(mktemp -d /tmp/p11/qd.XXXX); P=$B/tools/quire-perf
 read -r port wport < <(python3 -c 'import socket
 s=[socket.socket() for _ in range(2)]
 [x.bind(("127.0.0.1",0)) for x in s]; print(*[x.getsockname()[1] for x in s])')
-$B/src/quire standalone --data-dir $D --bindAddress=127.0.0.1 --advertisedAddress=127.0.0.1 --brokerServicePort=$port --webServicePort=$wport --journalSyncData=true --logLevel=${QLOG:-warn} $QARGS > /tmp/p11/q-$TAG.log 2>&1 &
+$QWRAP $B/src/quire standalone --data-dir $D --bindAddress=127.0.0.1 --advertisedAddress=127.0.0.1 --brokerServicePort=$port --webServicePort=$wport --journalSyncData=true --logLevel=${QLOG:-warn} $QARGS > /tmp/p11/q-$TAG.log 2>&1 &
 QP=$!
 for i in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
 U=pulsar://127.0.0.1:$port; i=0
