@@ -20,6 +20,10 @@
  * caches + in flight <= 2 * write_cache_bytes (one cache flushing, one
  * filling); reads in flight <= BOOKIE_READS_PENDING_MAX; read cache bytes <=
  * read_cache_bytes. Reaching a bound is QE_BUSY, logged (rate-limited).
+ * Disk reads given to the reader threads and not yet delivered on the loop
+ * hold at most read_bytes_inflight_max bytes (one read whatever its size);
+ * further ones wait in order (read_wait_*), holding no data, and are given to
+ * the readers as deliveries make room.
  */
 #include <assert.h>
 #include <errno.h>
@@ -48,6 +52,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .entry_log_size_bytes = 1ull << 30,
         .write_cache_bytes = 64ull << 20,
         .read_cache_bytes = 64ull << 20,
+        .read_bytes_inflight_max = 64ull << 20,
         .flush_interval_ms = 1000,
         .pending_adds_max = 100000,
         .gc_interval_ms = 60000,
@@ -594,6 +599,7 @@ int bookie_add_recovery(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64
 /* ---------------------------------------------------------------- reads -- */
 
 typedef struct read_job {
+    struct read_job *next; /* waiting for room (read_wait_*) */
     bookie_t *bk;
     int64_t ledger_id, entry_id;
     entry_log_t *log; /* one reader reference */
@@ -612,10 +618,64 @@ static void bookie_read_work(void *p)
     j->rc = entry_log_read(j->log, j->offset, j->length, j->ledger_id, j->entry_id, &j->out);
 }
 
+static void bookie_read_done(void *p);
+
+/* Gives j to the reader threads (loop thread). */
+static int read_submit(bookie_t *bk, read_job_t *j)
+{
+    if (qexec_submit(bk->readers, bookie_read_work, bookie_read_done, j) != 0)
+        return QE_BUSY;
+    bk->read_bytes_inflight += j->length;
+    return 0;
+}
+
+static bool read_room(const bookie_t *bk, const read_job_t *j)
+{
+    return bk->read_bytes_inflight == 0 ||
+           bk->read_bytes_inflight + j->length <= bk->cfg.read_bytes_inflight_max;
+}
+
+/* Fails a read that never reached the readers (lock not held). */
+static void read_fail(bookie_t *bk, read_job_t *j, int rc)
+{
+    pthread_mutex_lock(&bk->lock);
+    entry_log_unref(j->log);
+    pthread_mutex_unlock(&bk->lock);
+    bk->reads_pending--;
+    j->cb(rc, j->ledger_id, j->entry_id, NULL, -1, j->arg);
+    free(j);
+}
+
+/* Gives waiting reads to the readers while there is room (loop thread). */
+static void read_wait_pump(bookie_t *bk)
+{
+    while (bk->read_wait_head && !bk->readers_stopping && read_room(bk, bk->read_wait_head)) {
+        read_job_t *j = bk->read_wait_head;
+        bk->read_wait_head = j->next;
+        if (!bk->read_wait_head)
+            bk->read_wait_tail = NULL;
+        j->next = NULL;
+        if (read_submit(bk, j) != 0)
+            read_fail(bk, j, QE_BUSY);
+    }
+}
+
+/* At close, after the readers stopped: reads still waiting fail. */
+static void read_wait_fail_all(bookie_t *bk)
+{
+    while (bk->read_wait_head) {
+        read_job_t *j = bk->read_wait_head;
+        bk->read_wait_head = j->next;
+        read_fail(bk, j, QE_SHUTDOWN);
+    }
+    bk->read_wait_tail = NULL;
+}
+
 static void bookie_read_done(void *p)
 {
     read_job_t *j = p;
     bookie_t *bk = j->bk;
+    bk->read_bytes_inflight -= j->length;
     pthread_mutex_lock(&bk->lock);
     const ledger_t *l = ledger_find(&bk->ledgers, j->ledger_id);
     int64_t lac = l ? l->lac : -1;
@@ -637,6 +697,7 @@ static void bookie_read_done(void *p)
     j->cb(j->rc, j->ledger_id, j->entry_id, j->rc == 0 ? j->out : NULL, lac, j->arg);
     qbuf_unref(j->out);
     free(j);
+    read_wait_pump(bk);
 }
 
 /* Where entry_id of l is, newest first: its payload in memory (a new
@@ -686,7 +747,14 @@ static int bookie_read_disk(bookie_t *bk, const idx_loc_t *loc, int64_t ledger_i
                       .arg = arg};
     assert(j->log != NULL);
     j->log->refs++;
-    if (qexec_submit(bk->readers, bookie_read_work, bookie_read_done, j) != 0) {
+    if (bk->read_wait_head || !read_room(bk, j)) { /* in order, behind those waiting */
+        if (bk->read_wait_tail)
+            bk->read_wait_tail->next = j;
+        else
+            bk->read_wait_head = j;
+        bk->read_wait_tail = j;
+        bk->stats.reads_waited++;
+    } else if (read_submit(bk, j) != 0) {
         entry_log_unref(j->log);
         free(j);
         return QE_BUSY;
@@ -1073,8 +1141,10 @@ static void bookie_stop_threads(bookie_t *bk)
     }
     journal_stop(bk->journal);
     flusher_stop(bk);
-    qexec_free(bk->readers); /* runs the read completions */
+    bk->readers_stopping = true; /* completions below give no waiting read to them */
+    qexec_free(bk->readers);     /* runs the read completions */
     bk->readers = NULL;
+    read_wait_fail_all(bk);
     qloop_mailbox_free(bk->mb); /* runs journal, flush and GC completions */
     bk->mb = NULL;
 }

@@ -48,6 +48,8 @@ typedef struct bookie_config {
     uint64_t entry_log_size_bytes;      /* an entry log rolls over at this size (1 GiB) */
     uint64_t write_cache_bytes;         /* flush to entry logs when this full (64 MiB) */
     uint64_t read_cache_bytes;          /* recently read entries kept (64 MiB) */
+    uint64_t read_bytes_inflight_max;   /* disk reads given to the readers and not yet
+                                           delivered (64 MiB); more wait their turn */
     uint32_t flush_interval_ms;         /* checkpoint at least this often (1000) */
     uint32_t pending_adds_max;          /* adds queued beyond this get QE_BUSY (100000) */
     uint32_t gc_interval_ms;            /* garbage collection period (60000) */
@@ -150,6 +152,7 @@ typedef struct bookie_stats {
     uint64_t direct_bytes;         /* bytes written to direct entry logs */
     uint64_t adds_waited;          /* adds that waited for write cache room */
     uint64_t adds_waiting;         /* adds waiting now */
+    uint64_t reads_waited;         /* disk reads that waited for read_bytes_inflight_max */
 } bookie_stats_t;
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);
 

@@ -86,6 +86,11 @@ struct bookie {
     struct add_wait *wait_head, *wait_tail;
     uint32_t adds_waiting;
     uint32_t reads_pending;
+    /* disk reads: bytes given to the readers and not yet delivered on the
+     * loop, and the reads waiting for room, oldest first (bookie.c) */
+    uint64_t read_bytes_inflight;
+    struct read_job *read_wait_head, *read_wait_tail;
+    bool readers_stopping;
     ev_timer flush_timer, gc_timer;
     bool gc_running;
     int64_t gc_minor_ms, gc_major_ms; /* wall-clock ms of the last minor, major compaction */
