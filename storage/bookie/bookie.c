@@ -21,9 +21,9 @@
  * filling); reads in flight <= BOOKIE_READS_PENDING_MAX; read cache bytes <=
  * read_cache_bytes. Reaching a bound is QE_BUSY, logged (rate-limited).
  * Disk reads given to the reader threads and not yet delivered on the loop
- * hold at most read_bytes_inflight_max bytes (one read whatever its size);
- * further ones wait in order (read_wait_*), holding no data, and are given to
- * the readers as deliveries make room.
+ * hold at most read_bytes_inflight_max bytes (one read whatever its size) and
+ * fit the executor's queue; further ones wait in order (read_wait_*), holding
+ * no data, and are given to the readers as deliveries make room.
  */
 #include <assert.h>
 #include <errno.h>
@@ -646,17 +646,21 @@ static void read_fail(bookie_t *bk, read_job_t *j, int rc)
     free(j);
 }
 
-/* Gives waiting reads to the readers while there is room (loop thread). */
+/* Gives waiting reads to the readers while there is room (loop thread). A
+ * full executor queue is no room either: the next delivery pumps again. */
 static void read_wait_pump(bookie_t *bk)
 {
     while (bk->read_wait_head && !bk->readers_stopping && read_room(bk, bk->read_wait_head)) {
         read_job_t *j = bk->read_wait_head;
+        int rc = read_submit(bk, j);
+        if (rc != 0 && bk->read_bytes_inflight > 0)
+            return; /* the executor's queue is full: the next delivery pumps again */
         bk->read_wait_head = j->next;
         if (!bk->read_wait_head)
             bk->read_wait_tail = NULL;
         j->next = NULL;
-        if (read_submit(bk, j) != 0)
-            read_fail(bk, j, QE_BUSY);
+        if (rc != 0)
+            read_fail(bk, j, QE_BUSY); /* nothing in flight would pump it again */
     }
 }
 
@@ -747,17 +751,22 @@ static int bookie_read_disk(bookie_t *bk, const idx_loc_t *loc, int64_t ledger_i
                       .arg = arg};
     assert(j->log != NULL);
     j->log->refs++;
-    if (bk->read_wait_head || !read_room(bk, j)) { /* in order, behind those waiting */
+    bool wait = bk->read_wait_head || !read_room(bk, j); /* in order, behind those waiting */
+    if (!wait && read_submit(bk, j) != 0) {
+        if (bk->read_bytes_inflight == 0) { /* nothing in flight would pump it later */
+            entry_log_unref(j->log);
+            free(j);
+            return QE_BUSY;
+        }
+        wait = true; /* the executor's queue is full: deliveries make room */
+    }
+    if (wait) {
         if (bk->read_wait_tail)
             bk->read_wait_tail->next = j;
         else
             bk->read_wait_head = j;
         bk->read_wait_tail = j;
         bk->stats.reads_waited++;
-    } else if (read_submit(bk, j) != 0) {
-        entry_log_unref(j->log);
-        free(j);
-        return QE_BUSY;
     }
     bk->reads_pending++;
     return 0;
