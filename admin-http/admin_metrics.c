@@ -527,6 +527,10 @@ static void render_bookie(FILE *f, const admin_service_t *a)
             "# HELP quire_bookie_adds_waited_total Adds that waited for write cache room.\n"
             "# TYPE quire_bookie_adds_waited_total counter\n"
             "quire_bookie_adds_waited_total %llu\n"
+            "# HELP quire_bookie_reads_waited_total Disk reads that waited for room among the "
+            "reads in flight.\n"
+            "# TYPE quire_bookie_reads_waited_total counter\n"
+            "quire_bookie_reads_waited_total %llu\n"
             "# HELP quire_bookie_gc_passes_total GC passes done.\n"
             "# TYPE quire_bookie_gc_passes_total counter\n"
             "quire_bookie_gc_passes_total %llu\n"
@@ -543,9 +547,9 @@ static void render_bookie(FILE *f, const admin_service_t *a)
             "# TYPE quire_bookie_gc_logs_freeing gauge\n"
             "quire_bookie_gc_logs_freeing %llu\n",
             (unsigned long long)st.adds_waiting, (unsigned long long)st.adds_waited,
-            (unsigned long long)st.gc_passes, (unsigned long long)st.gc_logs_removed,
-            (unsigned long long)st.gc_logs_compacted, (unsigned long long)st.gc_compacted_bytes,
-            (unsigned long long)st.gc_logs_freeing);
+            (unsigned long long)st.reads_waited, (unsigned long long)st.gc_passes,
+            (unsigned long long)st.gc_logs_removed, (unsigned long long)st.gc_logs_compacted,
+            (unsigned long long)st.gc_compacted_bytes, (unsigned long long)st.gc_logs_freeing);
 }
 
 char *admin_metrics_render(admin_metrics_t *m, size_t *len)
