@@ -348,13 +348,12 @@ static void stats_publisher(const broker_admin_producer_view_t *v, void *arg)
                                         "ExclusiveWithFencing"};
     const char *mode = v->access_mode >= 0 && v->access_mode < 4 ? modes[v->access_mode] : "Shared";
     double avg = v->msg_in ? (double)v->bytes_in / (double)v->msg_in : 0.0;
-    json_array_append_new(json_object_get(sb->root, "publishers"),
-                          json_pack("{sfsfsfsIsssssssssss{}}", "msgRateIn", v->rate_in,
-                                    "msgThroughputIn", v->throughput_in, "averageMsgSize", avg,
-                                    "producerId",
-                                    (json_int_t)v->producer_id, "producerName", v->name,
-                                    "accessMode", mode, "address", v->address, "clientVersion",
-                                    v->client_version, "connectedSince", since, "metadata"));
+    json_array_append_new(
+        json_object_get(sb->root, "publishers"),
+        json_pack("{sfsfsfsIsssssssssss{}}", "msgRateIn", v->rate_in, "msgThroughputIn",
+                  v->throughput_in, "averageMsgSize", avg, "producerId", (json_int_t)v->producer_id,
+                  "producerName", v->name, "accessMode", mode, "address", v->address,
+                  "clientVersion", v->client_version, "connectedSince", since, "metadata"));
 }
 
 static void stats_consumer(const broker_admin_consumer_view_t *v, void *arg)
@@ -364,11 +363,12 @@ static void stats_consumer(const broker_admin_consumer_view_t *v, void *arg)
     iso_time(v->connected_since_ms, since, sizeof since);
     json_array_append_new(
         sb->current_sub,
-        json_pack("{sfsfsIsIsfsssIsIsbsssssss{}}", "msgRateOut", 0.0, "msgThroughputOut", 0.0,
+        json_pack("{sfsfsIsIsfsssIsIsIsbsssssss{}}", "msgRateOut", 0.0, "msgThroughputOut", 0.0,
                   "bytesOutCounter", (json_int_t)v->bytes_out, "msgOutCounter",
                   (json_int_t)v->msg_out, "msgRateRedeliver", 0.0, "consumerName", v->name,
                   "availablePermits", (json_int_t)v->available_permits, "unackedMessages",
-                  (json_int_t)v->unacked_messages, "blockedConsumerOnUnackedMsgs", 0, "address",
+                  (json_int_t)v->unacked_messages, "avgMessagesPerEntry",
+                  (json_int_t)v->avg_msgs_per_entry, "blockedConsumerOnUnackedMsgs", 0, "address",
                   v->address, "connectedSince", since, "clientVersion", v->client_version,
                   "metadata"));
 }
@@ -386,15 +386,15 @@ static void stats_subscription(const broker_admin_subscription_view_t *v, void *
                           (json_int_t)(v->backlog_entries > v->delayed_messages
                                            ? v->backlog_entries - v->delayed_messages
                                            : 0),
-                          "blockedSubscriptionOnUnackedMsgs", 0,
-                          "unackedMessages", (json_int_t)v->unacked_messages, "type", v->type,
-                          "isDurable", v->durable, "isReplicated", 0, "msgRateExpired", 0.0,
-                          "msgDelayed", (json_int_t)v->delayed_messages, "consumers", consumers);
+                          "blockedSubscriptionOnUnackedMsgs", 0, "unackedMessages",
+                          (json_int_t)v->unacked_messages, "type", v->type, "isDurable", v->durable,
+                          "isReplicated", 0, "msgRateExpired", 0.0, "msgDelayed",
+                          (json_int_t)v->delayed_messages, "consumers", consumers);
     json_object_set_new(s, "totalMsgExpired", json_integer((json_int_t)v->msg_expired));
     json_t *meta = v->meta_json ? json_loads(v->meta_json, 0, NULL) : NULL;
     json_t *props = json_object_get(meta, "properties");
-    json_object_set_new(s, "subscriptionProperties", json_is_object(props) ? json_incref(props)
-                                                                             : json_object());
+    json_object_set_new(s, "subscriptionProperties",
+                        json_is_object(props) ? json_incref(props) : json_object());
     json_object_set_new(s, "isReplicated",
                         json_boolean(json_is_true(json_object_get(meta, "replicated"))));
     json_decref(meta);
@@ -551,7 +551,8 @@ static void internal_topic(const broker_admin_topic_view_t *v, void *arg)
     ml_pos_t horizon;
     uint64_t centries;
     json_t *cj = json_object_get(sb->root, "compactedLedger");
-    if (cj && broker_admin_compaction_info(sb->req->a->broker, v->name, &cl, &horizon, &centries) == 0 &&
+    if (cj &&
+        broker_admin_compaction_info(sb->req->a->broker, v->name, &cl, &horizon, &centries) == 0 &&
         cl >= 0) {
         json_object_set_new(cj, "ledgerId", json_integer(cl));
         json_object_set_new(cj, "entries", json_integer((json_int_t)centries));
@@ -835,8 +836,7 @@ static void compaction_status_ready(admin_req_t *req)
         admin_reply_rc(req, rc, req->tn.full);
         return;
     }
-    admin_reply_json(req, 200,
-                     json_pack("{ssss}", "status", names[status & 3], "lastError", err));
+    admin_reply_json(req, 200, json_pack("{ssss}", "status", names[status & 3], "lastError", err));
 }
 
 void admin_compaction_get(admin_req_t *req)

@@ -303,6 +303,7 @@ static void consumers_of(subscription_t *s, broker_admin_consumer_fn fn, void *a
             .unacked_messages = c->unacked_messages,
             .msg_out = c->msg_out,
             .bytes_out = c->bytes_out,
+            .avg_msgs_per_entry = (int64_t)(c->avg_msgs_per_entry + 0.5),
             .address = c->conn ? c->conn->peer : "",
             .client_version = c->conn ? c->conn->client_version : "",
             .connected_since_ms = c->connected_since_ms,

@@ -91,6 +91,7 @@ typedef struct broker_admin_consumer_view {
     int64_t available_permits;
     uint64_t unacked_messages;
     uint64_t msg_out, bytes_out;
+    int64_t avg_msgs_per_entry;
     const char *address;
     const char *client_version;
     int64_t connected_since_ms;

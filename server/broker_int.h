@@ -356,6 +356,7 @@ struct consumer {
      * (dispatcher.c ring_owner) */
     uint32_t *ring_points;
     uint64_t msg_out, bytes_out;
+    double avg_msgs_per_entry; /* moving average of the entries sent (Pulsar's stat) */
     int64_t connected_since_ms;
     /* Key_Shared: a consumer that joined while others held unacknowledged
      * entries gets nothing at or after join_limit until the mark-delete
@@ -392,6 +393,7 @@ struct subscription {
     bool replay_stalled;           /* the replay set's head cannot go now; read new entries */
     ev_timer read_retry;           /* a failed read is tried again (dispatcher.c) */
     uint32_t read_failures;        /* in a row: the back-off doubles */
+    double avg_msgs_per_entry;     /* moving average of the entries sent: permits -> entries */
     /* A non-durable subscription normally goes with its last consumer; after a
      * SEEK it waits (orphan_timer) for the reader to come back to the reset cursor. */
     bool keep_without_consumers;

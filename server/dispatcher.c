@@ -387,6 +387,14 @@ static consumer_t *choose_consumer(subscription_t *s, const entry_info_t *info, 
 
 /* ------------------------------------------------------------------ send -- */
 
+/* Messages per entry, averaged as Pulsar's Consumer.avgMessagesPerEntry: each
+ * entry sent moves the average a tenth of the way (the first one sets it). */
+static void avg_update(double *avg, int32_t num_messages)
+{
+    double n = num_messages > 0 ? (double)num_messages : 1.0;
+    *avg = *avg > 0 ? *avg * 0.9 + n * 0.1 : n;
+}
+
 static int send_entry(subscription_t *s, consumer_t *cons, const ml_entry_t *e,
                       const entry_info_t *info)
 {
@@ -420,6 +428,8 @@ static int send_entry(subscription_t *s, consumer_t *cons, const ml_entry_t *e,
     }
     cons->msg_out += (uint64_t)info->num_messages;
     cons->bytes_out += e->data->len;
+    avg_update(&cons->avg_msgs_per_entry, info->num_messages);
+    avg_update(&s->avg_msgs_per_entry, info->num_messages);
     subscription_traffic_moving(s);
     topic_traffic_moving(s->topic);
     s->msg_out += (uint64_t)info->num_messages;
@@ -564,9 +574,19 @@ static void dispatch_continue(subscription_t *s)
     int64_t permits = permits_available(s);
     if (permits <= 0)
         return;
+    /* Permits count messages, reads count entries: with batches, the permits
+     * cover fewer entries than messages (Pulsar's preciseDispatcherFlowControl).
+     * Entries read beyond what the consumers can take would only be held in the
+     * replay set and read again. */
+    int64_t entries = permits;
+    if (s->avg_msgs_per_entry > 1.0) {
+        entries = (int64_t)((double)permits / s->avg_msgs_per_entry);
+        if ((double)entries * s->avg_msgs_per_entry < (double)permits)
+            entries++; /* rounded up: the last entry may fill the permits */
+    }
     size_t max = s->topic->broker->cfg.dispatcher_max_read_batch;
-    if ((int64_t)max > permits)
-        max = (size_t)permits;
+    if ((int64_t)max > entries)
+        max = (size_t)entries;
     size_t max_bytes = s->topic->broker->cfg.dispatcher_max_read_bytes;
     if (!limits_dispatch_allowance(s, &max, &max_bytes))
         return;             /* rate or unacked limit: a timer or an ack dispatches again */

@@ -15,7 +15,8 @@
  * afterwards).
  *
  * Bounds: ML_READS_PENDING_MAX reads in flight per managed ledger (QE_BUSY),
- * ML_READ_ENTRIES_MAX entries per read.
+ * ML_READ_ENTRIES_MAX entries per read; max_bytes, the entries asked of a
+ * ledger by its average entry size, then what is handed back.
  */
 #include <assert.h>
 #include <errno.h>
@@ -272,6 +273,17 @@ static void read_from_ledger(ml_read_op_t *op, ml_pos_t pos)
     int64_t want = (int64_t)(op->max_entries - op->n);
     if (want > ML_READ_BATCH_MAX)
         want = ML_READ_BATCH_MAX;
+    /* max_bytes bounds what is asked for, by the ledger's average entry size
+     * (Pulsar's applyMaxSizeCap), not only what is handed back: a run of large
+     * entries is not read whole to be cut after. */
+    if (op->max_bytes && li->entries > 0 && li->size_bytes > 0) {
+        double avg = (double)li->size_bytes / (double)li->entries;
+        int64_t fit = (int64_t)((double)(op->max_bytes - op->bytes) / avg);
+        if (fit < 1)
+            fit = 1;
+        if (want > fit)
+            want = fit;
+    }
     if (pos.entry_id + want - 1 < last)
         last = pos.entry_id + want - 1;
     op->ledger_id = pos.ledger_id;

@@ -142,6 +142,24 @@ def test_http_lookup_client_produces_and_consumes(quire, web):
     assert lookup["brokerUrl"] == quire.service_url
 
 
+def test_consumer_stats_avg_messages_per_entry(web, client):
+    """Batches of 10 messages are entries of 10: the consumer's stats say so
+    (Pulsar's avgMessagesPerEntry; the dispatcher sizes its reads by it)."""
+    name = f"avg-entry-{_u()}"
+    topic = f"persistent://public/default/{name}"
+    consumer = client.subscribe(topic, "s", initial_position=E)
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=10,
+                                      batching_max_publish_delay_ms=60000)
+    for i in range(50):
+        producer.send_async(f"m{i}".encode(), None)
+    producer.flush()
+    got = [consumer.receive(10000).data() for _ in range(50)]
+    assert got == [f"m{i}".encode() for i in range(50)]
+    stats = web.get(f"/admin/v2/persistent/public/default/{name}/stats").json()
+    consumers = stats["subscriptions"]["s"]["consumers"]
+    assert [c["avgMessagesPerEntry"] for c in consumers] == [10]
+
+
 def test_metrics_exposition(quire, web, client):
     topic = f"persistent://public/default/metrics-{_u()}"
     p = client.create_producer(topic)

@@ -61,6 +61,9 @@ def test_metrics_parse_and_count_real_traffic(quire):
     assert _value(fams, "pulsar_consumer_available_permits", subscription="metrics-sub", **t) > 0
     assert _value(fams, "process_resident_memory_bytes") > 1_000_000
     assert _value(fams, "process_cpu_seconds") >= 0
+    # glibc's view of the heap: in use, and freed but kept
+    assert _value(fams, "quire_process_heap_bytes", state="in_use") > 1_000_000
+    assert _value(fams, "quire_process_heap_bytes", state="free") >= 0
     assert _value(fams, "pulsar_topics_count", namespace="public/default", cluster="standalone") >= 1
     # Everything dispatched was written to the sockets: nothing left queued.
     assert _value(fams, "quire_broker_write_queue_bytes", cluster="standalone") == 0

@@ -879,6 +879,50 @@ static void test_tailing_reads_from_cache(void)
     free(dir);
 }
 
+/* One ml_read from the start: the entries it returned, or -1 on an error. */
+static int read_once(tstack_t *s, managed_ledger_t *ml, size_t max_entries, size_t max_bytes,
+                     got_t *g)
+{
+    memset(g, 0, sizeof *g);
+    if (ml_read(ml, ML_POS_EARLIEST, max_entries, max_bytes, on_read, g) != 0 ||
+        !test_run_until(s->loop, &g->done, WAIT_S) || g->rc != 0)
+        return -1;
+    return (int)g->n;
+}
+
+/* max_bytes bounds the entries asked of a ledger (by its average entry size),
+ * not only those handed back: 1,000-byte entries and a 2,500-byte bound read 3
+ * entries from the ledger (the third crosses the bound), not the 10 asked for. */
+static void test_read_bytes_bound_what_is_read(void)
+{
+    char *dir = test_tmpdir("ml-rbytes");
+    tstack_t s;
+    TEST_REQUIRE(stack_open(&s, dir, 1u << 20) == 0);
+    ml_config_t cfg = small_config();
+    cfg.max_entries_per_ledger = 100;
+    managed_ledger_t *ml = open_ml(&s, "t/rbytes", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    adds_t a;
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "b", 0, 20, 1000, &a), 20); /* no cursor: not cached */
+    got_t g;
+    CU_ASSERT_EQUAL(read_once(&s, ml, 10, 2500, &g), 3);
+    ml_read_stats_t rs;
+    ml_get_read_stats(ml, &rs);
+    CU_ASSERT_EQUAL(rs.ledger_entries_read, 3);
+    /* A bound below one entry still reads one. */
+    CU_ASSERT_EQUAL(read_once(&s, ml, 10, 10, &g), 1);
+    ml_get_read_stats(ml, &rs);
+    CU_ASSERT_EQUAL(rs.ledger_entries_read, 4);
+    /* Without a bound, the count alone. */
+    CU_ASSERT_EQUAL(read_once(&s, ml, 10, 0, &g), 10);
+    ml_get_read_stats(ml, &rs);
+    CU_ASSERT_EQUAL(rs.ledger_entries_read, 14);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    stack_close(&s);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* The cache keeps an entry until every open cursor has read it (or it ages
  * out), and does not take entries of a log no cursor is open on. */
 static void test_cache_eviction_follows_cursors(void)
@@ -1302,6 +1346,8 @@ void register_managed_suite(void)
     CU_add_test(s, "retention trimming", test_retention_trimming);
     CU_add_test(s, "cursor reset and non-durable cursor", test_cursor_reset_and_non_durable);
     CU_add_test(s, "tailing reads served from the cache", test_tailing_reads_from_cache);
+    CU_add_test(s, "read bytes bound what is read from the ledger",
+                test_read_bytes_bound_what_is_read);
     CU_add_test(s, "cache eviction follows the slowest cursor and age",
                 test_cache_eviction_follows_cursors);
     CU_add_test(s, "cache skips a backlogged cursor", test_cache_skips_backlogged_cursor);

@@ -167,6 +167,46 @@ static void test_exclusive_busy_and_permits(void)
     tbroker_stop(tb);
 }
 
+/* Permits count messages, reads count entries: with 10-message batches, 10
+ * permits are one entry's worth, and the dispatcher reads about that many
+ * instead of 10 entries, 9 of which would wait in the replay set to be read
+ * again (the first read, before any entry was sent, cannot know the batch size). */
+static void test_reads_sized_by_messages_per_entry(void)
+{
+    enum { ENTRIES = 30, BATCH = 10 };
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *c = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    TEST_REQUIRE(c != NULL);
+    const char *topic = T "per-entry";
+    CU_ASSERT_EQUAL(tclient_create_producer(c, topic, 1), 0);
+    for (int i = 0; i < ENTRIES; i++) {
+        CU_ASSERT_EQUAL(tclient_send_message(c, 1, (uint64_t)i * BATCH, NULL, "batch", BATCH), 0);
+        tframe_free(tclient_wait(c, PULSAR__PROTO__BASE_COMMAND__TYPE__SEND_RECEIPT, 5.0));
+    }
+    CU_ASSERT_EQUAL(tclient_subscribe(c, topic, "s", 1,
+                                      PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Shared, "one",
+                                      NULL, 0),
+                    0);
+    size_t got = 0;
+    for (int i = 0; i < ENTRIES; i++) {
+        tclient_flow(c, 1, BATCH);
+        tframe_t *m[2] = {NULL};
+        size_t n = receive_messages(c, m, 1, 2.0);
+        got += n;
+        free_frames(m, n);
+    }
+    CU_ASSERT_EQUAL(got, ENTRIES);
+    ml_cache_info_t ci;
+    ml_factory_cache_info(tbroker_broker(tb)->mlf, &ci);
+    /* 10 by the first read, the 9 of them held back read once more, then one
+     * per flow: 10 + 9 + 20 = 39. Reading 10 per flow makes it hundreds. */
+    CU_ASSERT_TRUE(ci.hits + ci.misses >= ENTRIES);
+    CU_ASSERT_TRUE(ci.hits + ci.misses <= 40);
+    tclient_close(c);
+    tbroker_stop(tb);
+}
+
 static void test_ack_bookkeeping_and_redelivery(void)
 {
     tbroker_t *tb = tbroker_start();
@@ -709,6 +749,7 @@ static void register_suites(void)
     CU_add_test(s, "handshake and bad first frame", test_handshake_and_bad_first_frame);
     CU_add_test(s, "shared round robin", test_shared_round_robin);
     CU_add_test(s, "exclusive busy and permits", test_exclusive_busy_and_permits);
+    CU_add_test(s, "reads sized by messages per entry", test_reads_sized_by_messages_per_entry);
     CU_add_test(s, "ack bookkeeping and redelivery", test_ack_bookkeeping_and_redelivery);
     CU_add_test(s, "key_shared sticky ranges", test_key_shared_sticky_ranges);
     CU_add_test(s, "unknown ids and oversized permits", test_unknown_ids_and_oversized_permits);
