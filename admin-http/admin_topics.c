@@ -368,9 +368,9 @@ static void stats_consumer(const broker_admin_consumer_view_t *v, void *arg)
                   (json_int_t)v->msg_out, "msgRateRedeliver", 0.0, "consumerName", v->name,
                   "availablePermits", (json_int_t)v->available_permits, "unackedMessages",
                   (json_int_t)v->unacked_messages, "avgMessagesPerEntry",
-                  (json_int_t)v->avg_msgs_per_entry, "blockedConsumerOnUnackedMsgs", 0, "address",
-                  v->address, "connectedSince", since, "clientVersion", v->client_version,
-                  "metadata"));
+                  (json_int_t)v->avg_msgs_per_entry, "blockedConsumerOnUnackedMsgs",
+                  (int)v->blocked_on_unacked, "address", v->address, "connectedSince", since,
+                  "clientVersion", v->client_version, "metadata"));
 }
 
 static void stats_subscription(const broker_admin_subscription_view_t *v, void *arg)
@@ -386,10 +386,10 @@ static void stats_subscription(const broker_admin_subscription_view_t *v, void *
                           (json_int_t)(v->backlog_entries > v->delayed_messages
                                            ? v->backlog_entries - v->delayed_messages
                                            : 0),
-                          "blockedSubscriptionOnUnackedMsgs", 0, "unackedMessages",
-                          (json_int_t)v->unacked_messages, "type", v->type, "isDurable", v->durable,
-                          "isReplicated", 0, "msgRateExpired", 0.0, "msgDelayed",
-                          (json_int_t)v->delayed_messages, "consumers", consumers);
+                          "blockedSubscriptionOnUnackedMsgs", (int)v->blocked_on_unacked,
+                          "unackedMessages", (json_int_t)v->unacked_messages, "type", v->type,
+                          "isDurable", v->durable, "isReplicated", 0, "msgRateExpired", 0.0,
+                          "msgDelayed", (json_int_t)v->delayed_messages, "consumers", consumers);
     json_object_set_new(s, "totalMsgExpired", json_integer((json_int_t)v->msg_expired));
     json_t *meta = v->meta_json ? json_loads(v->meta_json, 0, NULL) : NULL;
     json_t *props = json_object_get(meta, "properties");

@@ -111,6 +111,7 @@ static void sub_view(subscription_t *s, broker_admin_subscription_view_t *v)
     v->meta_json = subscription_meta_json(s);
     v->delayed_messages = delayed_count(s);
     v->msg_expired = s->msg_expired;
+    v->blocked_on_unacked = limits_subscription_blocked(s);
 }
 
 static void topic_view(topic_t *t, broker_admin_topic_view_t *v)
@@ -304,6 +305,7 @@ static void consumers_of(subscription_t *s, broker_admin_consumer_fn fn, void *a
             .msg_out = c->msg_out,
             .bytes_out = c->bytes_out,
             .avg_msgs_per_entry = (int64_t)(c->avg_msgs_per_entry + 0.5),
+            .blocked_on_unacked = c->blocked_on_unacked,
             .address = c->conn ? c->conn->peer : "",
             .client_version = c->conn ? c->conn->client_version : "",
             .connected_since_ms = c->connected_since_ms,

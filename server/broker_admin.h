@@ -83,6 +83,7 @@ typedef struct broker_admin_subscription_view {
     const char *meta_json;
     uint64_t delayed_messages; /* held until their deliver_at_time (delayed.c) */
     uint64_t msg_expired;      /* by TTL or backlog age eviction since loaded */
+    bool blocked_on_unacked;   /* at maxUnackedMessagesPerSubscription */
 } broker_admin_subscription_view_t;
 
 typedef struct broker_admin_consumer_view {
@@ -92,6 +93,7 @@ typedef struct broker_admin_consumer_view {
     uint64_t unacked_messages;
     uint64_t msg_out, bytes_out;
     int64_t avg_msgs_per_entry;
+    bool blocked_on_unacked; /* at maxUnackedMessagesPerConsumer */
     const char *address;
     const char *client_version;
     int64_t connected_since_ms;

@@ -416,6 +416,11 @@ static void sub_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     subscription_dispatch(sl->sub);
 }
 
+bool limits_subscription_blocked(const subscription_t *s)
+{
+    return s->limits && s->limits->blocked_on_unacked;
+}
+
 static bool sub_unacked_blocked(subscription_t *s, struct topic_limits *tl)
 {
     if (!s->cursor || !individual_ack_mode(s) || tl->v.max_unacked_per_sub <= 0) {

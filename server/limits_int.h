@@ -53,6 +53,9 @@ int limits_admit_consumer(subscription_t *s, pb_error_t *err, const char **why);
 /* Shared/Key_Shared: true while cons has reached max unacked messages per
  * consumer (blocked at the limit, unblocked at half of it, as Pulsar). */
 bool limits_consumer_blocked(consumer_t *cons);
+/* Whether the subscription was blocked at its max unacked messages when last
+ * checked (for stats; the check itself is limits_dispatch_allowance). */
+bool limits_subscription_blocked(const subscription_t *s);
 /* Before a read for s: narrows *max_entries / *max_bytes to what the topic's
  * and the subscription's dispatch rates allow now. false: nothing may be read
  * now (rate exhausted: a timer dispatches s again when tokens refill; or the

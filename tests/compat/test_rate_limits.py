@@ -284,6 +284,7 @@ def test_max_unacked_per_consumer_blocks_until_acks(quire):
             except pulsar.Timeout:
                 break
         assert len(held) == 10, len(held)  # blocked at the limit
+        assert _sub_stats(quire, topic, "s")["consumers"][0]["blockedConsumerOnUnackedMsgs"] is True
         for m in held[:5]:
             c.acknowledge(m)  # down to half: unblocked
         more = []
@@ -302,7 +303,65 @@ def test_max_unacked_per_consumer_blocks_until_acks(quire):
             rest.append(m)
         seen = [m.data() for m in held + more + rest]
         assert sorted(seen) == sorted(f"u-{i}".encode() for i in range(50))
+        for _ in range(50):  # the acks reach the broker in the background
+            if not _sub_stats(quire, topic, "s")["consumers"][0]["blockedConsumerOnUnackedMsgs"]:
+                break
+            time.sleep(0.1)
+        assert _sub_stats(quire, topic, "s")["consumers"][0]["blockedConsumerOnUnackedMsgs"] is False
         c.close()
+    finally:
+        client.close()
+
+
+def _sub_stats(srv, topic, sub):
+    st, body = http_json("GET", f"{srv.web_url}/admin/v2/{topic.replace('://', '/')}/stats")
+    assert st == 200, (st, body)
+    return body["subscriptions"][sub]
+
+
+def test_max_unacked_per_subscription_in_stats(quire):
+    ns = make_namespace(quire)
+    topic = f"persistent://{ns}/unacked-sub-{unique('t')}"
+    set_policy(quire, ns, "maxUnackedMessagesPerSubscription", 6)
+    client = new_client(quire.service_url)
+    try:
+        shared = pulsar.ConsumerType.Shared
+        c1 = client.subscribe(topic, "s", consumer_type=shared,
+                              initial_position=pulsar.InitialPosition.Earliest)
+        c2 = client.subscribe(topic, "s", consumer_type=shared)
+        p = client.create_producer(topic, batching_enabled=False)
+        for i in range(20):
+            p.send(f"v-{i}".encode())
+        held = []
+        for c in (c1, c2):
+            while True:
+                try:
+                    held.append((c, c.receive(timeout_millis=1500)))
+                except pulsar.Timeout:
+                    break
+        assert len(held) == 6, len(held)  # both consumers together
+        sub = _sub_stats(quire, topic, "s")
+        assert sub["blockedSubscriptionOnUnackedMsgs"] is True, sub
+        assert sub["unackedMessages"] == 6, sub
+        assert all(c["blockedConsumerOnUnackedMsgs"] is False for c in sub["consumers"]), sub
+        for c, m in held:
+            c.acknowledge(m)
+        got = len(held)
+        for _ in range(200):  # the rest, acknowledged as they come
+            if got == 20:
+                break
+            for c in (c1, c2):
+                try:
+                    c.acknowledge(c.receive(timeout_millis=100))
+                    got += 1
+                except pulsar.Timeout:
+                    pass
+        assert got == 20
+        for _ in range(50):  # the acks reach the broker in the background
+            if not _sub_stats(quire, topic, "s")["blockedSubscriptionOnUnackedMsgs"]:
+                break
+            time.sleep(0.1)
+        assert _sub_stats(quire, topic, "s")["blockedSubscriptionOnUnackedMsgs"] is False
     finally:
         client.close()
 
