@@ -288,7 +288,7 @@ def scen_args(sc, tag, secs, warm):
     if sc == "e":
         return ["--topic-prefix", "e-" + tag, "--num-topics", 100, "--producers-per-topic", 10,
                 "--consumers-per-topic", 2, "--subscription-type", "Key_Shared", "--keys", 1000,
-                "--size", 1024, "--rate", 0, "--max-pending", 200, "--receiver-queue-size", 1000] + common
+                "--batcher", "key-based", "--size", 1024, "--rate", 0, "--max-pending", 200, "--receiver-queue-size", 1000] + common
     raise ValueError(sc)
 
 

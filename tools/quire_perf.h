@@ -92,7 +92,8 @@ typedef struct perf_opts {
     uint64_t messages;    /* messages to produce (consume in consume mode); 0 = no limit */
     uint64_t messages_per_producer; /* each producer stops after this many; 0 = no limit */
     double warmup_seconds;
-    uint32_t keys; /* 0 = no key; N = partition_key cycles over N keys */
+    uint32_t keys;  /* 0 = no key; N = partition_key cycles over N keys */
+    bool key_based; /* --batcher key-based: a batch holds one key (Pulsar's KEY_BASED) */
     char *json_path;
     double report_interval_s;
     uint32_t receiver_queue_size;
@@ -230,6 +231,7 @@ typedef struct perf_batch {
     uint64_t first_seq;
     uint64_t first_add_ns;
     bool batching;
+    bool key_based; /* one key per batch, named in the batch's metadata */
     char first_key[32];
     bool has_key;
 } perf_batch_t;

@@ -176,6 +176,8 @@ void perf_usage(FILE *f)
           "  --batch-max-messages N     1 = no batching (default 1000)\n"
           "  --batch-max-bytes B        (default 131072)\n"
           "  --disable-batching         same as --batch-max-messages 1\n"
+          "  --batcher default|key-based  key-based: a batch holds one key, named in its\n"
+          "                             metadata (Pulsar's KEY_BASED, for Key_Shared)\n"
           "  --compression C            NONE|LZ4|ZLIB|ZSTD|SNAPPY (default NONE)\n"
           "  --max-pending N            messages in flight per producer (default 1000)\n"
           "  --receiver-queue-size N    consumer permits (default 1000)\n"
@@ -212,6 +214,7 @@ enum {
     OPT_BMSGS,
     OPT_BBYTES,
     OPT_NOBATCH,
+    OPT_BATCHER,
     OPT_COMPRESSION,
     OPT_PENDING,
     OPT_RQ,
@@ -247,6 +250,7 @@ static const struct option long_opts[] = {
     {"batch-max-messages", required_argument, 0, OPT_BMSGS},
     {"batch-max-bytes", required_argument, 0, OPT_BBYTES},
     {"disable-batching", no_argument, 0, OPT_NOBATCH},
+    {"batcher", required_argument, 0, OPT_BATCHER},
     {"compression", required_argument, 0, OPT_COMPRESSION},
     {"max-pending", required_argument, 0, OPT_PENDING},
     {"receiver-queue-size", required_argument, 0, OPT_RQ},
@@ -366,6 +370,11 @@ static int opts_apply(perf_opts_t *o, int c, const char *v, const char **prefix,
         return rc;
     case OPT_NOBATCH:
         o->batch_max_messages = 1;
+        return 0;
+    case OPT_BATCHER:
+        if (strcmp(v, "default") != 0 && strcmp(v, "key-based") != 0)
+            return QE_INVALID;
+        o->key_based = strcmp(v, "key-based") == 0;
         return 0;
     case OPT_COMPRESSION:
         return perf_parse_compression(v, &o->compression);

@@ -521,6 +521,8 @@ int perf_encode_send(const perf_batch_t *b, uint64_t producer_id, const char *pr
         md.num_messages_in_batch = (int32_t)b->n;
         md.has_highest_sequence_id = 1;
         md.highest_sequence_id = last;
+        if (b->key_based && b->has_key)
+            md.partition_key = (char *)b->first_key; /* the batch's one key */
     } else if (b->has_key) {
         md.partition_key = (char *)b->first_key;
     }

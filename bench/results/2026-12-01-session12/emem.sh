@@ -5,6 +5,7 @@
 # and the bk-journal thread's CPU ticks; QARGS: more server options; QWRAP: a command to run the
 # server under (heaptrack)
 # BUSY=n: n busy loops for the first 8 s of each (e) run (brings on the slow mode);
+# EBATCH: more options for (e) (e.g. "--batcher key-based");
 # HEAPAT=s: s seconds into each (e) run, glibc's malloc_stats() through gdb (into the server's log)
 B=$1; TAG=$2; shift 2
 cd /work/main
@@ -27,7 +28,7 @@ for s in "$@"; do
     b) args="--topics b-$TAG-$i --size 100 --rate 0 --batch-max-delay-ms 1 --max-pending 50000 --receiver-queue-size 50000";;
     c) args="--topics c-$TAG-$i --size 1024 --rate 50000 --batch-max-delay-ms 1 --max-pending 10000 --receiver-queue-size 10000";;
     d) args="--topics d-$TAG-$i --size 1024 --rate 0 --disable-batching --max-pending 1";;
-    e) args="--topic-prefix e-$TAG-$i --num-topics 100 --producers-per-topic 10 --consumers-per-topic 2 --subscription-type Key_Shared --keys 1000 --size 1024 --rate 0 --max-pending 200 --receiver-queue-size 1000";;
+    e) args="--topic-prefix e-$TAG-$i --num-topics 100 --producers-per-topic 10 --consumers-per-topic 2 --subscription-type Key_Shared --keys 1000 --size 1024 --rate 0 --max-pending 200 --receiver-queue-size 1000 $EBATCH";;
   esac
   jt() { for t in /proc/$QP/task/*; do [ "$(cat $t/comm)" = bk-journal ] && awk '{print $14+$15}' $t/stat; done; }
   j0=$(jt)

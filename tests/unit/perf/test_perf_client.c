@@ -58,6 +58,8 @@ struct fake {
     int n_held;
     int connects, lookups, redirects, sends, flows, pongs, close_prod, close_cons;
     int64_t acked_ids, entry_id;
+    int keyed_batches; /* SENDs whose batch names a key that all its messages have */
+    int mixed_batches; /* SENDs whose batch names a key that some message lacks */
 };
 
 static void fake_write(fconn_t *c, qbuf_t *b)
@@ -82,6 +84,35 @@ static fend_t *fake_find(fend_t *v, int n, fconn_t *c, uint64_t id)
     return NULL;
 }
 
+/* A batch that names a key in its metadata: do all its messages have it?
+ * (uncompressed batches: [u32 BE size][SingleMessageMetadata][payload]...) */
+static void fake_check_batch_key(fake_t *s, const frame_t *f)
+{
+    Pulsar__Proto__MessageMetadata *md = NULL;
+    size_t off = 0;
+    if (frame_parse_metadata(f->payload, f->payload_len, &md, &off) != 0)
+        return;
+    if (md->has_num_messages_in_batch && md->partition_key && md->partition_key[0]) {
+        bool same = true;
+        const uint8_t *p = f->payload + off, *end = f->payload + f->payload_len;
+        for (int i = 0; i < md->num_messages_in_batch && p + 4 <= end; i++) {
+            uint32_t n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+            Pulsar__Proto__SingleMessageMetadata *smm =
+                pulsar__proto__single_message_metadata__unpack(NULL, n, p + 4);
+            if (!smm)
+                break;
+            same = same && smm->partition_key && strcmp(smm->partition_key, md->partition_key) == 0;
+            p += 4 + n + (size_t)smm->payload_size;
+            pulsar__proto__single_message_metadata__free_unpacked(smm, NULL);
+        }
+        if (same)
+            s->keyed_batches++;
+        else
+            s->mixed_batches++;
+    }
+    frame_metadata_free(md);
+}
+
 static void fake_send(fconn_t *c, const frame_t *f)
 {
     fake_t *s = c->srv;
@@ -93,6 +124,7 @@ static void fake_send(fconn_t *c, const frame_t *f)
     if (p)
         p->sends++;
     CU_ASSERT_TRUE(f->checksum_ok);
+    fake_check_batch_key(s, f);
     if (s->sends == s->drop_at_send) {
         shutdown(c->fd, SHUT_RDWR);
         return;
@@ -409,6 +441,39 @@ static void test_both_partitioned(void)
     ev_loop_destroy(loop);
 }
 
+/* --batcher key-based: each batch holds one key and names it in its metadata
+ * (what Key_Shared dispatches by); the default batcher mixes keys and names
+ * none. */
+static void test_key_based_batches(void)
+{
+    for (int key_based = 0; key_based <= 1; key_based++) {
+        struct ev_loop *loop = ev_loop_new(0);
+        fake_t *s = fake_start(loop);
+        perf_opts_t o;
+        perf_run_t *r = run_perf_args(loop, &o, 15, "both", s->url, "--topics", "t", "--messages",
+                                      "300", "--rate", "0", "--size", "64", "--keys", "3",
+                                      "--batch-max-messages", "50", "--batch-max-delay-ms", "50",
+                                      "--batcher", key_based ? "key-based" : "default", NULL);
+        CU_ASSERT_EQUAL(perf_run_status(r), 0);
+        double d = 0;
+        const perf_stats_t *t = perf_run_totals(r, &d);
+        CU_ASSERT_EQUAL(t->produced_msgs, 300);
+        CU_ASSERT_EQUAL(t->consumed_msgs, 300);
+        CU_ASSERT_EQUAL(s->mixed_batches, 0);
+        if (key_based) {
+            CU_ASSERT_EQUAL(s->keyed_batches, s->sends);
+            CU_ASSERT_TRUE(s->sends > 6 && s->sends < 300); /* batched, by key */
+        } else {
+            CU_ASSERT_EQUAL(s->keyed_batches, 0);
+            CU_ASSERT_TRUE(s->sends <= 12); /* batches of up to 50, keys mixed */
+        }
+        perf_run_free(r);
+        perf_opts_free(&o);
+        fake_stop(s);
+        ev_loop_destroy(loop);
+    }
+}
+
 /* --max-connections 1: the resolver, both partitions' producers and consumers
  * and the redirected lookups share one connection, multiplexed by id. */
 static void test_shared_connection(void)
@@ -635,6 +700,7 @@ void perf_register_client(void)
 {
     CU_pSuite s = CU_add_suite("perf_client", NULL, NULL);
     CU_add_test(s, "both, partitioned, redirect, batches, LZ4", test_both_partitioned);
+    CU_add_test(s, "key-based batches: one key each, named", test_key_based_batches);
     CU_add_test(s, "--max-connections 1: one shared connection", test_shared_connection);
     CU_add_test(s, "--max-connections 3: round-robin pool", test_connection_pool);
     CU_add_test(s, "shared connection: broker closes, re-create", test_shared_broker_close);

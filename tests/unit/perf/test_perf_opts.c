@@ -187,6 +187,14 @@ static void test_errors(void)
     expect_invalid(ARGC(a13), a13, "too many");
     char *a14[] = {"quire-perf", "produce", "extra"};
     expect_invalid(ARGC(a14), a14, "unexpected");
+    char *a15[] = {"quire-perf", "produce", "--batcher", "per-key"};
+    expect_invalid(ARGC(a15), a15, "--batcher");
+    char *kb[] = {"quire-perf", "produce", "--batcher", "key-based"};
+    perf_opts_t ko;
+    char kerr[256];
+    CU_ASSERT_EQUAL(parse(ARGC(kb), kb, &ko, kerr), 0);
+    CU_ASSERT_TRUE(ko.key_based);
+    perf_opts_free(&ko);
     char *h[] = {"quire-perf", "produce", "--help"};
     perf_opts_t o;
     char err[256];
