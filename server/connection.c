@@ -780,28 +780,27 @@ static size_t frame_total(const uint8_t *p)
     return ((size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]) + 4;
 }
 
-/* A buffer grown past CONN_RBUF_BUSY for one large frame goes back to that
- * size once the frame is handled, unless the bytes left start another such
- * frame: a thousand producers each sending one 200 KiB batch would otherwise
- * keep 256 KiB apiece, more than the data they have in flight. */
+/* A buffer grown for a busy connection (CONN_RBUF_BUSY) or a large frame goes
+ * back to CONN_RBUF_INITIAL once what was read is handled, unless the bytes
+ * left need more: between reads a connection holds at most a frame's tail.
+ * A thousand busy producers kept 64 KiB apiece (64 MB in scenario (e), about
+ * an eighth of the server's memory there), and one sending a 200 KiB batch
+ * kept 256 KiB. */
 static void rbuf_shrink(conn_t *c)
 {
     size_t have = c->rlen - c->rpos;
-    if (c->rcap <= CONN_RBUF_BUSY || have > CONN_RBUF_BUSY / 2)
+    if (c->rcap <= CONN_RBUF_INITIAL || have > CONN_RBUF_INITIAL / 2)
         return;
-    if (have >= 4) {
-        size_t total = frame_total(c->rbuf + c->rpos);
-        if (total > CONN_RBUF_BUSY)
-            return;
-    }
+    if (have >= 4 && frame_total(c->rbuf + c->rpos) > CONN_RBUF_INITIAL / 2)
+        return; /* the frame being received wants the room */
     memmove(c->rbuf, c->rbuf + c->rpos, have);
     c->rpos = 0;
     c->rlen = have;
-    uint8_t *nb = realloc(c->rbuf, CONN_RBUF_BUSY);
+    uint8_t *nb = realloc(c->rbuf, CONN_RBUF_INITIAL);
     if (!nb)
         return; /* keeps the larger buffer */
     c->rbuf = nb;
-    c->rcap = CONN_RBUF_BUSY;
+    c->rcap = CONN_RBUF_INITIAL;
 }
 
 /* A frame larger than CONN_BIG_FRAME (a producer's batch): once its head is

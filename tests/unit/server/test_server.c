@@ -521,6 +521,38 @@ static void test_publish_buffer_bound(void)
     tbroker_stop(tb);
 }
 
+/* n PINGs written at once; returns the PONGs that came back. */
+static int ping_burst(tclient_t *c, int n)
+{
+    Pulsar__Proto__CommandPing ping = PULSAR__PROTO__COMMAND_PING__INIT;
+    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__PING;
+    cmd.ping = &ping;
+    qbuf_t *frame = NULL;
+    if (frame_encode_command(&cmd, &frame) != 0)
+        return -1;
+    uint8_t *all = malloc((size_t)n * frame->len);
+    if (!all) {
+        qbuf_unref(frame);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        memcpy(all + (size_t)i * frame->len, frame->data, frame->len);
+    int rc = tclient_send_raw(c, all, (size_t)n * frame->len);
+    free(all);
+    qbuf_unref(frame);
+    if (rc != 0)
+        return -1;
+    int pongs = 0;
+    for (; pongs < n; pongs++) {
+        tframe_t *f = tclient_wait(c, PULSAR__PROTO__BASE_COMMAND__TYPE__PONG, 10.0);
+        if (!f)
+            break;
+        tframe_free(f);
+    }
+    return pongs;
+}
+
 /* Replies to commands that arrived together leave together: 100 PINGs read
  * at once get their 100 PONGs in one write, not one write each. */
 static void test_replies_coalesced(void)
@@ -529,34 +561,32 @@ static void test_replies_coalesced(void)
     TEST_REQUIRE(tb != NULL);
     tclient_t *c = tclient_connect(tb, "test");
     TEST_REQUIRE(c != NULL);
-    enum { PINGS = 100 };
-    Pulsar__Proto__CommandPing ping = PULSAR__PROTO__COMMAND_PING__INIT;
-    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
-    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__PING;
-    cmd.ping = &ping;
-    qbuf_t *frame = NULL;
-    TEST_REQUIRE(frame_encode_command(&cmd, &frame) == 0);
-    uint8_t *all = malloc(PINGS * frame->len);
-    TEST_REQUIRE(all != NULL);
-    for (int i = 0; i < PINGS; i++)
-        memcpy(all + (size_t)i * frame->len, frame->data, frame->len);
     broker_admin_counts_t before, after;
     broker_admin_counts(tbroker_broker(tb), &before);
-    CU_ASSERT_EQUAL(tclient_send_raw(c, all, PINGS * frame->len), 0);
-    int pongs = 0;
-    for (; pongs < PINGS; pongs++) {
-        tframe_t *f = tclient_wait(c, PULSAR__PROTO__BASE_COMMAND__TYPE__PONG, 10.0);
-        if (!f)
-            break;
-        tframe_free(f);
-    }
-    CU_ASSERT_EQUAL(pongs, PINGS);
+    CU_ASSERT_EQUAL(ping_burst(c, 100), 100);
     broker_admin_counts(tbroker_broker(tb), &after);
     CU_ASSERT_TRUE(after.socket_writes > before.socket_writes);
     CU_ASSERT_TRUE(after.socket_writes - before.socket_writes <= 2);
     CU_ASSERT_EQUAL(after.write_queue_bytes, 0);
-    free(all);
-    qbuf_unref(frame);
+    tclient_close(c);
+    tbroker_stop(tb);
+}
+
+/* A connection's read buffer grows for a burst (a read that fills it) and goes
+ * back to its first size once the burst is handled: a thousand busy producers
+ * kept 64 KiB apiece. (The test's loop runs the broker: the whole burst is in
+ * the socket before the broker reads, so the first read fills 16 KiB.) */
+static void test_read_buffer_back_after_burst(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *c = tclient_connect(tb, "test");
+    TEST_REQUIRE(c != NULL);
+    broker_t *b = tbroker_broker(tb);
+    TEST_REQUIRE(b->conns != NULL && b->conns->next == NULL); /* ours, alone */
+    size_t first = b->conns->rcap;
+    CU_ASSERT_EQUAL(ping_burst(c, 4000), 4000); /* about 40 KB */
+    CU_ASSERT_EQUAL(b->conns->rcap, first);
     tclient_close(c);
     tbroker_stop(tb);
 }
@@ -758,6 +788,7 @@ static void register_suites(void)
     CU_add_test(s, "replay set key counts", test_replay_key_counts);
     CU_add_test(s, "publish buffer bound held", test_publish_buffer_bound);
     CU_add_test(s, "replies coalesced", test_replies_coalesced);
+    CU_add_test(s, "read buffer back to its size after a burst", test_read_buffer_back_after_burst);
     CU_add_test(s, "writes in slices per loop iteration", test_write_slices);
     CU_add_test(s, "traffic drain: only what moved", test_traffic_drain);
 }
