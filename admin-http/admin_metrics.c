@@ -19,9 +19,6 @@
  * Labels: cluster, namespace, topic (full name), subscription, consumer.
  */
 #include <errno.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +26,7 @@
 
 #include "admin-http/admin_int.h"
 #include "admin-http/metrics_series.h"
+#include "common/heap.h"
 #include "common/log.h"
 #include "server/broker_admin.h"
 
@@ -481,19 +479,18 @@ static void render_process(FILE *f)
             "process_cpu_seconds_total %.2f\n",
             rss * (unsigned long long)page, size * (unsigned long long)page,
             ticks > 0 ? (double)(utime + stime) / (double)ticks : 0.0);
-#ifdef __GLIBC__
-    /* What the allocator holds: in use by the program, and freed but kept (the
-     * part of the resident memory a malloc_trim could return). mallinfo2 locks
-     * each arena in turn and walks its free lists: scrape-time cost only. */
-    struct mallinfo2 mi = mallinfo2();
-    fprintf(f,
-            "# HELP quire_process_heap_bytes Heap memory held by the allocator: in use, or "
-            "freed and kept for reuse.\n"
-            "# TYPE quire_process_heap_bytes gauge\n"
-            "quire_process_heap_bytes{state=\"in_use\"} %zu\n"
-            "quire_process_heap_bytes{state=\"free\"} %zu\n",
-            mi.uordblks + mi.hblkhd, mi.fordblks);
-#endif
+    /* What the allocator holds: in use by the program, and resident in the
+     * allocator but not allocated (heap.h; a walk under the allocator's locks:
+     * scrape-time cost only). */
+    qheap_stats_t hs;
+    if (qheap_stats(&hs))
+        fprintf(f,
+                "# HELP quire_process_heap_bytes Heap memory held by the allocator: in use, or "
+                "resident but free.\n"
+                "# TYPE quire_process_heap_bytes gauge\n"
+                "quire_process_heap_bytes{allocator=\"%s\",state=\"in_use\"} %zu\n"
+                "quire_process_heap_bytes{allocator=\"%s\",state=\"free\"} %zu\n",
+                hs.allocator, hs.in_use, hs.allocator, hs.free_kept);
 }
 
 /* BookKeeper's names for the in-process bookie (its OpStats are summaries:

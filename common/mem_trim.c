@@ -3,9 +3,8 @@
  */
 #include "common/mem_trim.h"
 
-#include <malloc.h>
-
 #include "common/clock.h"
+#include "common/heap.h"
 #include "common/log.h"
 
 bool qtrim_due(qtrim_state_t *s, uint64_t activity_now)
@@ -31,12 +30,10 @@ static void qtrim_tick(struct ev_loop *loop, ev_timer *w, int revents)
     qtrim_t *t = w->data;
     if (!qtrim_due(&t->state, t->activity(t->arg)))
         return;
-#ifdef __GLIBC__
     uint64_t t0 = clock_mono_us();
-    int released = malloc_trim(0);
+    bool released = qheap_release();
     log_debug("memory", "quiet after a burst: freed heap memory %s in %.1f ms",
               released ? "returned" : "already returned", (double)(clock_mono_us() - t0) / 1000.0);
-#endif
 }
 
 void qtrim_start(qtrim_t *t, struct ev_loop *loop, double interval_s, qtrim_activity_fn activity,

@@ -10,7 +10,7 @@
  * qtrim_t watches an activity counter (bytes the broker wrote to clients) every
  * interval: once at least QTRIM_BURST_BYTES went by since the last trim and an
  * interval then passes with less than QTRIM_QUIET_BYTES, it calls
- * malloc_trim(0) once (glibc; elsewhere nothing). Trimming walks the heaps and
+ * qheap_release() once (heap.h: jemalloc's purge, or glibc's malloc_trim). Trimming walks the heaps and
  * holds each arena's lock meanwhile, so it runs only when the process is quiet,
  * not on a clock: keepalive pings alone never trigger it.
  */

@@ -7,7 +7,7 @@ set -euo pipefail
 build_pkgs=(cmake ninja-build gcc pkg-config
   libev-dev libprotobuf-c-dev protobuf-c-compiler libsqlite3-dev
   libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev libssl-dev
-  libjansson-dev libhttp-parser-dev libcurl4-openssl-dev)
+  libjansson-dev libhttp-parser-dev libcurl4-openssl-dev libjemalloc-dev)
 test_pkgs=(clang libclang-rt-dev libcunit1-dev python3 python3-pip maven golang-go openjdk-17-jdk-headless)
 
 want=("${build_pkgs[@]}")

@@ -19,7 +19,7 @@ for i in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; 
 U=pulsar://127.0.0.1:$port; i=0
 sample() { # t rss_mb cache_mb pubbuf_mb wq_mb heap_in_use_mb heap_free_mb
   m=$(curl -s -m 2 http://127.0.0.1:$wport/metrics)
-  echo "$(date +%T.%N | cut -c1-10) $(awk '/VmRSS/ {printf "%.0f", $2/1024}' /proc/$QP/status) $(echo "$m" | awk '/^pulsar_ml_cache_used_size/ {s+=$2} /^quire_broker_publish_buffer_bytes/ {p+=$2} /^quire_broker_write_queue_bytes/ {w+=$2} /^quire_process_heap_bytes.state=.in_use/ {h=$2} /^quire_process_heap_bytes.state=.free/ {hf=$2} END {printf "%.0f %.0f %.0f %.0f %.0f", s/1048576, p/1048576, w/1048576, h/1048576, hf/1048576}')"
+  echo "$(date +%T.%N | cut -c1-10) $(awk '/VmRSS/ {printf "%.0f", $2/1024}' /proc/$QP/status) $(echo "$m" | awk '/^pulsar_ml_cache_used_size/ {s+=$2} /^quire_broker_publish_buffer_bytes/ {p+=$2} /^quire_broker_write_queue_bytes/ {w+=$2} /^quire_process_heap_bytes.*state="in_use"/ {h=$2} /^quire_process_heap_bytes.*state="free"/ {hf=$2} END {printf "%.0f %.0f %.0f %.0f %.0f", s/1048576, p/1048576, w/1048576, h/1048576, hf/1048576}')"
 }
 for s in "$@"; do
   i=$((i+1))

@@ -7,6 +7,7 @@
 #include "common/crc32c.h"
 #include "common/errors.h"
 #include "common/exec.h"
+#include "common/heap.h"
 #include "common/mem_trim.h"
 #include "common/ring.h"
 #include "tests/unit/support/test_support.h"
@@ -96,6 +97,38 @@ static void test_trim_after_burst(void)
 
 /* ring_grow keeps the elements oldest first, wrapped or not, and starts the
  * new array at index 0. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* The allocator's figures move with what the program holds (glibc's here: the
+ * unit tests are not linked with jemalloc; the quire binary's are checked by
+ * the compat metrics test). Under ASan its allocator answers, not glibc's. */
+static void test_heap_stats(void)
+{
+    qheap_stats_t a, b;
+    TEST_REQUIRE(qheap_stats(&a));
+    CU_ASSERT_TRUE(strcmp(a.allocator, "glibc") == 0 || strcmp(a.allocator, "jemalloc") == 0);
+    size_t n = 8u << 20;
+    char *p = malloc(n);
+    TEST_REQUIRE(p != NULL);
+    memset(p, 1, n);
+    TEST_REQUIRE(qheap_stats(&b));
+#ifndef UNDER_ASAN
+    CU_ASSERT_TRUE(b.in_use >= a.in_use + n);
+#endif
+    free(p);
+    (void)qheap_release(); /* whether there was anything to give back */
+    TEST_REQUIRE(qheap_stats(&b));
+#ifndef UNDER_ASAN
+    CU_ASSERT_TRUE(b.in_use < a.in_use + n);
+#endif
+}
+
 static void test_ring_grow(void)
 {
     for (size_t head = 0; head < 4; head++) {
@@ -221,6 +254,7 @@ static void register_suites(void)
     CU_add_test(s, "crc32c incremental hw/sw", test_crc32c_incremental_matches_hw_sw);
     CU_add_test(s, "crc32c three streams match the table", test_crc32c_streams_match_table);
     CU_add_test(s, "memory trim after a burst", test_trim_after_burst);
+    CU_add_test(s, "heap figures follow allocations", test_heap_stats);
     CU_add_test(s, "qbuf refcount", test_qbuf_refcount);
     CU_add_test(s, "ring grows in order", test_ring_grow);
     CU_add_test(s, "errors named", test_errors_named);
