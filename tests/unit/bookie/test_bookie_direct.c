@@ -319,6 +319,49 @@ static void test_direct_readd_newest_wins(void)
     free(dir);
 }
 
+/* Whether (l, e) is in a write cache still (active or being flushed). */
+static bool dt_in_write_cache(bookie_t *bk, int64_t l, int64_t e)
+{
+    pthread_mutex_lock(&bk->lock);
+    bool in =
+        write_cache_find(bk->active, l, e) || (bk->frozen && write_cache_find(bk->frozen, l, e));
+    pthread_mutex_unlock(&bk->lock);
+    return in;
+}
+
+/* A re-add replaces a version the read cache holds: once the new one has left
+ * the write cache, a read returns it, not the old copy read from disk before.
+ * (Adds skip the read cache for entries past the ledger's last one, which it
+ * cannot hold; a re-add is not past it.) */
+static void test_readd_forgets_read_cache(void)
+{
+    char *dir = bt_dir("bk-rcreadd");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    cfg.flush_interval_ms = 20;
+    bookie_t *bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_add(bk, 4, 0, -1, 100), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 4, 1, 0, 110), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_verify(bk, 4, 1, 110), 0); /* from disk: now in the read cache */
+    CU_ASSERT_EQUAL(bt_verify(bk, 4, 1, 110), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.read_cache_hits, 1);
+    CU_ASSERT_EQUAL(bt_add(bk, 4, 1, 0, 120), 0); /* re-added before fencing */
+    dt_wait_indexed(bk, 4, 1, 120);
+    for (int i = 0; i < 500 && dt_in_write_cache(bk, 4, 1); i++)
+        test_run_for(bt_loop, 0.01);
+    CU_ASSERT_FALSE(dt_in_write_cache(bk, 4, 1));
+    CU_ASSERT_EQUAL(bt_verify(bk, 4, 1, 120), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 4, 2, 1, 130), 0); /* a new entry: past the last one */
+    CU_ASSERT_EQUAL(bt_verify(bk, 4, 2, 130), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* Direct logs are removed and compacted like any entry log once nothing in
  * the journal can refer to them; before that GC leaves them alone. */
 static void test_direct_gc_and_compaction(void)
@@ -426,6 +469,7 @@ void bookie_direct_register(void)
                 test_direct_no_payload_in_write_cache);
     CU_add_test(s, "re-adds across direct and flushed logs: newest wins",
                 test_direct_readd_newest_wins);
+    CU_add_test(s, "a re-add replaces what the read cache holds", test_readd_forgets_read_cache);
     CU_add_test(s, "GC and compaction of direct logs, pinning", test_direct_gc_and_compaction);
     CU_add_test(s, "feature off and on over one store", test_direct_switch_off_and_on);
 }
