@@ -2,6 +2,7 @@
 #include "common/heap.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #ifdef __GLIBC__
@@ -10,16 +11,19 @@
 
 typedef int (*mallctl_fn)(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
 
-/* jemalloc's mallctl when the process has it (looked up once). */
+static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
+static mallctl_fn heap_ctl;
+
+static void heap_lookup(void)
+{
+    heap_ctl = (mallctl_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "mallctl");
+}
+
+/* jemalloc's mallctl when the process has it (looked up once, from any thread). */
 static mallctl_fn heap_mallctl(void)
 {
-    static int looked;
-    static mallctl_fn fn;
-    if (!looked) {
-        fn = (mallctl_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "mallctl");
-        looked = 1;
-    }
-    return fn;
+    pthread_once(&heap_once, heap_lookup);
+    return heap_ctl;
 }
 
 static bool je_size(mallctl_fn ctl, const char *name, size_t *out)

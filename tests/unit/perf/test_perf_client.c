@@ -97,13 +97,22 @@ static void fake_check_batch_key(fake_t *s, const frame_t *f)
         const uint8_t *p = f->payload + off, *end = f->payload + f->payload_len;
         for (int i = 0; i < md->num_messages_in_batch && p + 4 <= end; i++) {
             uint32_t n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+            if ((size_t)(end - p) - 4 < n) {
+                same = false; /* a metadata length past the entry */
+                break;
+            }
             Pulsar__Proto__SingleMessageMetadata *smm =
                 pulsar__proto__single_message_metadata__unpack(NULL, n, p + 4);
             if (!smm)
                 break;
             same = same && smm->partition_key && strcmp(smm->partition_key, md->partition_key) == 0;
-            p += 4 + n + (size_t)smm->payload_size;
+            size_t skip = 4 + n + (size_t)smm->payload_size;
             pulsar__proto__single_message_metadata__free_unpacked(smm, NULL);
+            if ((size_t)(end - p) < skip) {
+                same = false; /* a payload past the entry */
+                break;
+            }
+            p += skip;
         }
         if (same)
             s->keyed_batches++;
