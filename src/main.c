@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "src/quire_bookie.h"
 #include "src/standalone.h"
@@ -26,8 +27,23 @@ static void usage(FILE *f)
 const char *malloc_conf = "dirty_decay_ms:1000,muzzy_decay_ms:0";
 #endif
 
+/* A server holds a descriptor per connection and two per entry log (the log
+ * and its .idx): the soft limit (1,024 on many systems) is raised to the hard
+ * one, as Go's runtime and Pulsar's scripts do. */
+static void raise_open_files_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            perror("quire: setrlimit(RLIMIT_NOFILE)");
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && (strcmp(argv[1], "standalone") == 0 || strcmp(argv[1], "bookie") == 0))
+        raise_open_files_limit();
     if (argc < 2) {
         usage(stderr);
         return 2;

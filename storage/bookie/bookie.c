@@ -603,14 +603,23 @@ int bookie_add_recovery(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64
 
 /* ---------------------------------------------------------------- reads -- */
 
+/* Where a read finds an entry on disk: its idx record (pos), or, for a
+ * direct entry not indexed yet, the record itself (pos = READ_POS_NONE). */
+#define READ_POS_NONE UINT64_MAX
+typedef struct read_loc {
+    uint32_t log_id;
+    uint32_t length; /* known (READ_POS_NONE), else the ledger's average */
+    uint64_t pos;
+    uint64_t offset; /* READ_POS_NONE only */
+} read_loc_t;
+
 typedef struct read_job {
     struct read_job *next; /* waiting for room (read_wait_*) */
     bookie_t *bk;
     int64_t ledger_id, entry_id;
     entry_log_t *log; /* one reader reference */
-    uint32_t log_id;
-    uint64_t offset;
-    uint32_t length;
+    read_loc_t loc;
+    uint32_t counted; /* bytes counted in read_bytes_inflight (loc.length at submit) */
     qbuf_t *out;
     int rc;
     bookie_read_cb cb;
@@ -620,7 +629,13 @@ typedef struct read_job {
 static void bookie_read_work(void *p)
 {
     read_job_t *j = p;
-    j->rc = entry_log_read(j->log, j->offset, j->length, j->ledger_id, j->entry_id, &j->out);
+    uint64_t offset = j->loc.offset;
+    uint32_t length = j->loc.length;
+    j->rc = j->loc.pos == READ_POS_NONE
+                ? 0
+                : entry_log_locate(j->log, j->loc.pos, j->ledger_id, j->entry_id, &offset, &length);
+    if (j->rc == 0)
+        j->rc = entry_log_read(j->log, offset, length, j->ledger_id, j->entry_id, &j->out);
 }
 
 static void bookie_read_done(void *p);
@@ -630,14 +645,14 @@ static int read_submit(bookie_t *bk, read_job_t *j)
 {
     if (qexec_submit(bk->readers, bookie_read_work, bookie_read_done, j) != 0)
         return QE_BUSY;
-    bk->read_bytes_inflight += j->length;
+    bk->read_bytes_inflight += j->counted;
     return 0;
 }
 
 static bool read_room(const bookie_t *bk, const read_job_t *j)
 {
     return bk->read_bytes_inflight == 0 ||
-           bk->read_bytes_inflight + j->length <= bk->cfg.read_bytes_inflight_max;
+           bk->read_bytes_inflight + j->counted <= bk->cfg.read_bytes_inflight_max;
 }
 
 /* Fails a read that never reached the readers (lock not held). */
@@ -684,7 +699,7 @@ static void bookie_read_done(void *p)
 {
     read_job_t *j = p;
     bookie_t *bk = j->bk;
-    bk->read_bytes_inflight -= j->length;
+    bk->read_bytes_inflight -= j->counted;
     pthread_mutex_lock(&bk->lock);
     const ledger_t *l = ledger_find(&bk->ledgers, j->ledger_id);
     int64_t lac = l ? l->lac : -1;
@@ -694,8 +709,10 @@ static void bookie_read_done(void *p)
         j->out = NULL;
     }
     /* Cache only if no newer version was added meanwhile (re-add before fence). */
-    const idx_loc_t *loc = j->rc == 0 ? ledger_index_find(l, j->entry_id) : NULL;
-    bool current = loc && loc->log_id == j->log_id && loc->offset == j->offset &&
+    idx_ref_t ref;
+    bool current = j->rc == 0 && j->loc.pos != READ_POS_NONE &&
+                   ledger_index_find(l, j->entry_id, &ref) && ref.log_id == j->loc.log_id &&
+                   ref.pos == j->loc.pos &&
                    !write_cache_find(bk->active, j->ledger_id, j->entry_id) &&
                    !write_cache_find(bk->frozen, j->ledger_id, j->entry_id);
     entry_log_unref(j->log); /* last: j->log may be freed */
@@ -712,8 +729,8 @@ static void bookie_read_done(void *p)
 /* Where entry_id of l is, newest first: its payload in memory (a new
  * reference), else its location on disk in *loc (true in *on_disk): a direct
  * entry of a write cache (in its direct log, not indexed yet) or the index. */
-static qbuf_t *bookie_read_lookup(bookie_t *bk, const ledger_t *l, int64_t entry_id, idx_loc_t *loc,
-                                  bool *on_disk)
+static qbuf_t *bookie_read_lookup(bookie_t *bk, const ledger_t *l, int64_t entry_id,
+                                  read_loc_t *loc, bool *on_disk)
 {
     const write_cache_t *wcs[2] = {bk->active, bk->frozen};
     *on_disk = false;
@@ -723,35 +740,35 @@ static qbuf_t *bookie_read_lookup(bookie_t *bk, const ledger_t *l, int64_t entry
             continue;
         if (it->data)
             return qbuf_ref(it->data);
-        *loc = (idx_loc_t){
-            .entry_id = entry_id, .offset = it->log_off, .log_id = it->log_id, .length = it->len};
+        *loc = (read_loc_t){
+            .log_id = it->log_id, .length = it->len, .pos = READ_POS_NONE, .offset = it->log_off};
         *on_disk = true;
         return NULL;
     }
     qbuf_t *b = read_cache_get(&bk->rcache, l->id, entry_id);
     if (b)
         return qbuf_ref(b);
-    const idx_loc_t *x = ledger_index_find(l, entry_id);
-    if (x) {
-        *loc = *x;
+    idx_ref_t ref;
+    if (ledger_index_find(l, entry_id, &ref)) {
+        *loc = (read_loc_t){
+            .log_id = ref.log_id, .length = ledger_index_avg_length(l), .pos = ref.pos};
         *on_disk = true;
     }
     return NULL;
 }
 
-static int bookie_read_disk(bookie_t *bk, const idx_loc_t *loc, int64_t ledger_id,
-                            bookie_read_cb cb, void *arg)
+static int bookie_read_disk(bookie_t *bk, const read_loc_t *loc, int64_t ledger_id,
+                            int64_t entry_id, bookie_read_cb cb, void *arg)
 {
     read_job_t *j = calloc(1, sizeof *j);
     if (!j)
         return -ENOMEM;
     *j = (read_job_t){.bk = bk,
                       .ledger_id = ledger_id,
-                      .entry_id = loc->entry_id,
+                      .entry_id = entry_id,
                       .log = log_table_find(&bk->logs, loc->log_id),
-                      .log_id = loc->log_id,
-                      .offset = loc->offset,
-                      .length = loc->length,
+                      .loc = *loc,
+                      .counted = loc->length,
                       .cb = cb,
                       .arg = arg};
     assert(j->log != NULL);
@@ -797,7 +814,7 @@ int bookie_read(bookie_t *bk, int64_t ledger_id, int64_t entry_id, bookie_read_c
         m->rc = QE_NO_LEDGER;
     } else {
         m->lac = l->lac;
-        idx_loc_t loc;
+        read_loc_t loc;
         bool on_disk;
         m->entry = bookie_read_lookup(bk, l, entry_id, &loc, &on_disk);
         if (m->entry) {
@@ -805,7 +822,7 @@ int bookie_read(bookie_t *bk, int64_t ledger_id, int64_t entry_id, bookie_read_c
         } else if (!on_disk) {
             m->rc = QE_NO_ENTRY;
         } else {
-            int rc = bookie_read_disk(bk, &loc, ledger_id, cb, arg);
+            int rc = bookie_read_disk(bk, &loc, ledger_id, entry_id, cb, arg);
             pthread_mutex_unlock(&bk->lock);
             free(m);
             return rc ? bookie_refuse(bk, rc, "read", ledger_id, entry_id) : 0;
@@ -949,7 +966,7 @@ void bookie_test_fail_flush(bookie_t *bk, int err)
 /* ------------------------------------------------------- open: rebuild -- */
 
 static int bookie_rebuild_entry(void *ctx, int64_t ledger_id, int64_t entry_id, uint32_t log_id,
-                                uint64_t offset, uint32_t length)
+                                uint64_t pos, uint64_t offset, uint32_t length)
 {
     bookie_t *bk = ctx;
     ledger_t *l = ledger_find(&bk->ledgers, ledger_id);
@@ -959,7 +976,8 @@ static int bookie_rebuild_entry(void *ctx, int64_t ledger_id, int64_t entry_id, 
         return -ENOMEM;
     if (entry_id > l->last_entry)
         l->last_entry = entry_id;
-    return ledger_index_put(l, entry_id, log_id, offset, length);
+    (void)offset;
+    return ledger_index_put(l, entry_id, log_id, pos, length);
 }
 
 /* Replay of an add: data (a new reference, taken over) into the write cache,
@@ -1177,7 +1195,6 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
     bk->dir = strdup(cfg->data_dir);
     bk->cfg.data_dir = bk->dir;
     bk->meta_fd = -1;
-    bk->writer.idx_fd = -1;
     pthread_mutex_init(&bk->lock, NULL);
     pthread_mutex_init(&bk->flock, NULL);
     pthread_cond_init(&bk->fcond, NULL);

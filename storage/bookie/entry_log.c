@@ -128,6 +128,8 @@ static void entry_log_destroy(entry_log_t *log)
 {
     if (log->fd >= 0)
         close(log->fd);
+    if (log->idx_fd >= 0)
+        close(log->idx_fd);
     free(log->ledgers.keys);
     free(log->ledgers.vals);
     free(log);
@@ -254,7 +256,7 @@ static int elog_load_idx(entry_log_t *log, const char *dir, elog_index_fn fn, vo
             }
             rc = lb_map_add(&log->ledgers, lid, ELOG_HEADER_BYTES + len);
             if (rc == 0)
-                rc = fn(ctx, lid, eid, log->id, roff, len);
+                rc = fn(ctx, lid, eid, log->id, off - ELOG_IDX_RECORD_BYTES, roff, len);
         }
         if ((size_t)n % ELOG_IDX_RECORD_BYTES)
             bad = true;
@@ -268,7 +270,7 @@ static int elog_load_idx(entry_log_t *log, const char *dir, elog_index_fn fn, vo
     }
     log->idx_size = off;
     free(buf);
-    close(fd);
+    log->idx_fd = fd; /* kept for entry_log_locate */
     return rc;
 }
 
@@ -280,6 +282,7 @@ static int elog_load_one(log_table_t *t, const char *dir, uint32_t id, elog_inde
     if (!log)
         return -ENOMEM;
     log->id = id;
+    log->idx_fd = -1;
     log->fd = open(path, O_RDWR | O_CLOEXEC);
     struct stat st;
     if (log->fd < 0 || fstat(log->fd, &st) < 0) {
@@ -415,18 +418,39 @@ int elog_idx_append(const char *dir, entry_log_t *log, const uint8_t *recs, size
 {
     char path[PATH_MAX];
     elog_path(path, sizeof path, dir, log->id, "idx");
-    int fd = open(path, O_WRONLY | O_CLOEXEC); /* created with its log */
-    int rc = fd < 0 ? -errno : bk_pwrite_all(fd, recs, bytes, log->idx_size);
-    if (rc == 0 && fdatasync(fd) < 0)
+    int rc = bk_pwrite_all(log->idx_fd, recs, bytes, log->idx_size);
+    if (rc == 0 && fdatasync(log->idx_fd) < 0)
         rc = -errno;
-    if (fd >= 0)
-        close(fd);
     if (rc) {
         log_error("bookie", "%s: append of %zu idx records failed: %s", path,
                   bytes / ELOG_IDX_RECORD_BYTES, q_strerror(rc));
         return rc;
     }
     log->idx_size += bytes;
+    return 0;
+}
+
+int entry_log_locate(const entry_log_t *log, uint64_t pos, int64_t ledger_id, int64_t entry_id,
+                     uint64_t *offset, uint32_t *length)
+{
+    uint8_t r[ELOG_IDX_RECORD_BYTES];
+    int rc = bk_pread_all(log->idx_fd, r, sizeof r, pos);
+    const char *why = rc == QE_CORRUPT ? "short file" : NULL;
+    if (rc == 0 && !idx_record_valid(r))
+        why = "checksum mismatch";
+    else if (rc == 0 && ((int64_t)get_le64(r) != ledger_id || (int64_t)get_le64(r + 8) != entry_id))
+        why = "ids do not match the index";
+    if (why)
+        rc = QE_CORRUPT;
+    if (rc) {
+        log_error("bookie",
+                  "entry log %08" PRIx32 ".idx offset %" PRIu64 " (entry %" PRId64 ":%" PRId64
+                  "): %s",
+                  log->id, pos, ledger_id, entry_id, why ? why : q_strerror(rc));
+        return rc;
+    }
+    *offset = get_le64(r + 16);
+    *length = get_le32(r + 24);
     return 0;
 }
 
@@ -440,7 +464,6 @@ int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, pthre
     w->max_size = max_size;
     w->lock = lock;
     w->table = table;
-    w->idx_fd = -1;
     w->buf_cap = ELOG_STAGE_BYTES;
     w->buf = malloc(w->buf_cap);
     return w->dir && w->buf ? 0 : -ENOMEM;
@@ -448,19 +471,16 @@ int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, pthre
 
 void elog_writer_free(elog_writer_t *w)
 {
-    if (w->idx_fd >= 0)
-        close(w->idx_fd);
     free(w->dir);
     free(w->buf);
     free(w->ibuf);
     memset(w, 0, sizeof *w);
-    w->idx_fd = -1;
 }
 
 /* Creates a new log with the table's next id and an empty idx (directory
  * fsynced) and inserts it in the table; *out receives it. */
 static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *table, bool pinned,
-                       entry_log_t **out, int *idx_fd)
+                       entry_log_t **out)
 {
     char path[PATH_MAX], ipath[PATH_MAX];
     entry_log_t *log = calloc(1, sizeof *log);
@@ -472,6 +492,7 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
     uint32_t id = table->next_id++;
     pthread_mutex_unlock(lock);
     log->id = id;
+    log->idx_fd = -1;
     log->pinned = pinned;
     elog_path(path, sizeof path, dir, id, "log");
     elog_path(ipath, sizeof ipath, dir, id, "idx");
@@ -479,6 +500,8 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
     int ifd = log->fd >= 0 ? open(ipath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
     int rc = ifd < 0 ? -errno : bk_fsync_dir(dir);
     if (rc == 0) {
+        log->idx_fd = ifd; /* the log owns it from here */
+        ifd = -1;
         pthread_mutex_lock(lock);
         rc = log_table_insert(table, log);
         pthread_mutex_unlock(lock);
@@ -491,10 +514,6 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
         return rc;
     }
     *out = log;
-    if (idx_fd)
-        *idx_fd = ifd;
-    else
-        close(ifd);
     return 0;
 }
 
@@ -502,14 +521,10 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
 static int elog_roll(elog_writer_t *w)
 {
     entry_log_t *log;
-    int ifd;
-    int rc = elog_create(w->dir, w->lock, w->table, false, &log, &ifd);
+    int rc = elog_create(w->dir, w->lock, w->table, false, &log);
     if (rc)
         return rc;
-    if (w->idx_fd >= 0)
-        close(w->idx_fd);
     w->cur = log;
-    w->idx_fd = ifd;
     w->wr_off = w->buf_off = 0;
     w->buf_len = 0;
     return 0;
@@ -542,7 +557,7 @@ static int elog_idx_add(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, u
 }
 
 int elog_append(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
-                uint32_t len, uint32_t *log_id, uint64_t *offset)
+                uint32_t len, uint32_t *log_id, uint64_t *offset, uint64_t *idx_pos)
 {
     uint64_t rec = ELOG_HEADER_BYTES + (uint64_t)len;
     int rc = 0;
@@ -568,6 +583,7 @@ int elog_append(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, const uin
         rc = bk_pwritev_all(w->cur->fd, iov, 2, off);
         w->buf_off += rec;
     }
+    uint64_t pos = w->cur->idx_size + w->ibuf_len; /* idx_size moves only in elog_sync */
     if (rc == 0)
         rc = elog_idx_add(w, ledger_id, entry_id, off, len);
     if (rc == 0)
@@ -578,6 +594,7 @@ int elog_append(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, const uin
     assert(w->wr_off == w->buf_off + w->buf_len);
     *log_id = w->cur->id;
     *offset = off;
+    *idx_pos = pos;
     return 0;
 }
 
@@ -593,8 +610,8 @@ int elog_sync(elog_writer_t *w)
     if (rc == 0 && fdatasync(w->cur->fd) < 0)
         rc = -errno;
     if (rc == 0 && w->ibuf_len)
-        rc = bk_pwrite_all(w->idx_fd, w->ibuf, w->ibuf_len, w->cur->idx_size);
-    if (rc == 0 && w->ibuf_len && fdatasync(w->idx_fd) < 0)
+        rc = bk_pwrite_all(w->cur->idx_fd, w->ibuf, w->ibuf_len, w->cur->idx_size);
+    if (rc == 0 && w->ibuf_len && fdatasync(w->cur->idx_fd) < 0)
         rc = -errno;
     if (rc) {
         log_error("bookie", "entry log %08" PRIx32 ": write or sync failed: %s", w->cur->id,
@@ -650,7 +667,7 @@ int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, c
 {
     if (elog_direct_needs_roll(d, len)) {
         entry_log_t *log;
-        int rc = elog_create(d->dir, d->lock, d->table, true, &log, NULL);
+        int rc = elog_create(d->dir, d->lock, d->table, true, &log);
         if (rc)
             return rc;
         pthread_mutex_lock(d->lock);

@@ -16,10 +16,13 @@
  *   32     len  payload (the entry bytes)
  *
  * <id>.idx lists the records of <id>.log, 32 bytes each, in the order they
- * were appended; the in-memory index is rebuilt from all of them at open
- * (logs in id order, records in file order: a later location of the same
- * (ledger, entry) replaces an earlier one, which is how re-adds and
- * compaction copies win):
+ * were appended; the in-memory index (ledger_index.h) is rebuilt from all of
+ * them at open (logs in id order, records in file order: a later location of
+ * the same (ledger, entry) replaces an earlier one, which is how re-adds and
+ * compaction copies win). That index holds where each entry's idx record is,
+ * and a read looks the record up (entry_log_locate) to find the entry. A
+ * flush appends each ledger's records together, in entry order, so that one
+ * index run covers them:
  *
  *   offset size meaning
  *   0      8    ledger id
@@ -80,6 +83,7 @@ typedef struct lb_map {
 typedef struct entry_log {
     uint32_t id;
     int fd;            /* read and (for the current log) written */
+    int idx_fd;        /* <id>.idx: read by entry_log_locate, appended by the writers */
     uint64_t size;     /* bytes of records known durable */
     uint32_t refs;     /* reads in flight (bookie lock) */
     bool removed;      /* unlinked by GC; freed at refs == 0 */
@@ -111,13 +115,20 @@ int lb_map_add(lb_map_t *m, int64_t ledger_id, uint64_t bytes);
 bool lb_map_has(const lb_map_t *m, int64_t ledger_id);
 
 /* Opens every <id>.log under dir (removing .idx files without a log) and
- * calls fn for each valid idx record, logs in id order. A torn idx tail is
- * truncated; a record pointing past the end of its log is skipped with a
- * warning. *next_id (and t->next_id) receives an id above every log. */
+ * calls fn for each valid idx record (pos: its byte offset in <log_id>.idx),
+ * logs in id order. A torn idx tail is truncated; a record pointing past the
+ * end of its log is skipped with a warning. *next_id (and t->next_id)
+ * receives an id above every log. */
 typedef int (*elog_index_fn)(void *ctx, int64_t ledger_id, int64_t entry_id, uint32_t log_id,
-                             uint64_t offset, uint32_t length);
+                             uint64_t pos, uint64_t offset, uint32_t length);
 int log_table_load(log_table_t *t, const char *dir, elog_index_fn fn, void *ctx, uint32_t *next_id);
 
+/* Reads the idx record at byte pos of log's .idx (any thread): *offset and
+ * *length receive the location of the entry's record in the log. QE_CORRUPT
+ * (logged) when the idx record's checksum or ids do not match; -errno on I/O
+ * error. */
+int entry_log_locate(const entry_log_t *log, uint64_t pos, int64_t ledger_id, int64_t entry_id,
+                     uint64_t *offset, uint32_t *length);
 /* Reads and verifies the record at offset of log (any thread): *out gets a new
  * qbuf (caller owns) with the payload. QE_CORRUPT (logged) when the record's
  * magic, ids, length or checksum do not match; -errno on I/O error. */
@@ -147,9 +158,8 @@ typedef struct elog_writer {
     pthread_mutex_t *lock; /* the bookie lock, for table changes */
     log_table_t *table;
     entry_log_t *cur; /* NULL until the first append after open */
-    int idx_fd;
-    uint64_t wr_off; /* end of the records appended to cur */
-    uint8_t *buf;    /* staged record bytes, at file offset buf_off */
+    uint64_t wr_off;  /* end of the records appended to cur */
+    uint8_t *buf;     /* staged record bytes, at file offset buf_off */
     size_t buf_len, buf_cap;
     uint64_t buf_off;
     uint8_t *ibuf; /* idx records not yet written */
@@ -162,9 +172,10 @@ int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, pthre
                      log_table_t *table);
 void elog_writer_free(elog_writer_t *w);
 /* Appends one record (rolling to a new log first when the current one is
- * full). Not durable until elog_sync. *log_id and *offset receive its location. */
+ * full). Not durable until elog_sync. *log_id and *offset receive its
+ * location, *idx_pos where its idx record will be in <log_id>.idx. */
 int elog_append(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
-                uint32_t len, uint32_t *log_id, uint64_t *offset);
+                uint32_t len, uint32_t *log_id, uint64_t *offset, uint64_t *idx_pos);
 /* Makes every appended record and its idx record durable. 0 or -errno. */
 int elog_sync(elog_writer_t *w);
 /* Makes sure the next append lands in a log with an id above id: when the

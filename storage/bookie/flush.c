@@ -239,7 +239,9 @@ typedef struct flush_loc {
     uint64_t offset;
     uint32_t prev_log; /* log of the entry's indexed location (0: none) */
     uint32_t how;      /* enum flush_how */
-    uint64_t prev_off;
+    uint64_t prev_pos; /* its idx record in <prev_log>.idx */
+    uint64_t prev_off; /* its offset in prev_log, when prev_log == the item's direct log */
+    uint64_t pos;      /* the new idx record's position (COPY, DIRECT) */
 } flush_loc_t;
 
 static int flush_loc_cmp(const void *a, const void *b, void *ctx)
@@ -265,15 +267,29 @@ static uint32_t flush_order(bookie_t *bk, const write_cache_t *wc, flush_loc_t *
             const ledger_t *l = !it->dropped ? ledger_find(&bk->ledgers, it->ledger_id) : NULL;
             if (!l || l->deleted)
                 continue;
-            const idx_loc_t *prev = ledger_index_find(l, it->entry_id);
-            locs[n++] = (flush_loc_t){.item = i,
-                                      .prev_log = prev ? prev->log_id : 0,
-                                      .prev_off = prev ? prev->offset : 0};
+            idx_ref_t prev;
+            bool had = ledger_index_find(l, it->entry_id, &prev);
+            locs[n++] = (flush_loc_t){
+                .item = i, .prev_log = had ? prev.log_id : 0, .prev_pos = had ? prev.pos : 0};
         }
         pthread_mutex_unlock(&bk->lock);
     }
     qsort_r(locs, n, sizeof *locs, flush_loc_cmp, (void *)wc);
     return n;
+}
+
+/* The offset of the indexed version of a direct entry re-added to the same
+ * direct log (flush_place compares the two): read from its idx record. GC,
+ * the only remover of logs, runs on this thread. */
+static int flush_prev_offset(bookie_t *bk, const wc_item_t *it, flush_loc_t *loc)
+{
+    pthread_mutex_lock(&bk->lock);
+    const entry_log_t *log = log_table_find(&bk->logs, loc->prev_log);
+    pthread_mutex_unlock(&bk->lock);
+    uint32_t len;
+    return log ? entry_log_locate(log, loc->prev_pos, it->ledger_id, it->entry_id, &loc->prev_off,
+                                  &len)
+               : QE_CORRUPT;
 }
 
 /* The payload of a direct entry of the write cache, read from its log (which
@@ -297,6 +313,11 @@ static int flush_read_direct(bookie_t *bk, const wc_item_t *it, qbuf_t **out)
 /* Where one item goes (see "Location order" above); copies are appended. */
 static int flush_place(bookie_t *bk, const wc_item_t *it, flush_loc_t *loc)
 {
+    if (it->log_id && loc->prev_log == it->log_id) {
+        int rc = flush_prev_offset(bk, it, loc);
+        if (rc)
+            return rc;
+    }
     if (it->log_id) {
         loc->log_id = it->log_id;
         loc->offset = it->log_off;
@@ -317,17 +338,20 @@ static int flush_place(bookie_t *bk, const wc_item_t *it, flush_loc_t *loc)
         rc = flush_read_direct(bk, it, &b);
     if (rc == 0)
         rc = elog_append(&bk->writer, it->ledger_id, it->entry_id, b->data, b->len, &loc->log_id,
-                         &loc->offset);
+                         &loc->offset, &loc->pos);
     qbuf_unref(b);
     return rc;
 }
 
+/* By log, then (ledger, entry) as flush_order sorted them: a ledger's idx
+ * records of one flush are then together and in order, one index run (the
+ * records in the log are in arrival order, interleaving the ledgers). */
 static int flush_direct_cmp(const void *a, const void *b)
 {
     const flush_loc_t *x = *(const flush_loc_t *const *)a, *y = *(const flush_loc_t *const *)b;
     if (x->log_id != y->log_id)
         return x->log_id < y->log_id ? -1 : 1;
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
+    return x < y ? -1 : x > y; /* locs[] is in (ledger, entry) order */
 }
 
 /* Appends the idx records of the FLUSH_DIRECT items to their logs' .idx
@@ -350,15 +374,16 @@ static int flush_direct_index(bookie_t *bk, const write_cache_t *wc, flush_loc_t
         qsort(d, nd, sizeof *d, flush_direct_cmp); /* by log, then offset: file order */
     for (uint32_t i = 0; i < nd && rc == 0;) {
         uint32_t k = i;
-        for (; k < nd && d[k]->log_id == d[i]->log_id; k++) {
-            const wc_item_t *it = &wc->items[d[k]->item];
-            elog_idx_encode(recs + (size_t)(k - i) * ELOG_IDX_RECORD_BYTES, it->ledger_id,
-                            it->entry_id, d[k]->offset, it->len);
-        }
         pthread_mutex_lock(&bk->lock);
         entry_log_t *log = log_table_find(&bk->logs, d[i]->log_id);
         pthread_mutex_unlock(&bk->lock);
         assert(log != NULL); /* GC never removes a log the write cache points into */
+        for (; k < nd && d[k]->log_id == d[i]->log_id; k++) {
+            const wc_item_t *it = &wc->items[d[k]->item];
+            elog_idx_encode(recs + (size_t)(k - i) * ELOG_IDX_RECORD_BYTES, it->ledger_id,
+                            it->entry_id, d[k]->offset, it->len);
+            d[k]->pos = log->idx_size + (uint64_t)(k - i) * ELOG_IDX_RECORD_BYTES;
+        }
         rc = elog_idx_append(bk->ldir, log, recs, (size_t)(k - i) * ELOG_IDX_RECORD_BYTES);
         for (uint32_t m = i; m < k && rc == 0; m++) {
             const wc_item_t *it = &wc->items[d[m]->item];
@@ -381,7 +406,7 @@ static int flush_apply(bookie_t *bk, const write_cache_t *wc, const flush_loc_t 
             ledger_t *l = ledger_find(&bk->ledgers, it->ledger_id);
             if (!l || l->deleted || locs[i].how == FLUSH_SAME)
                 continue;
-            rc = ledger_index_put(l, it->entry_id, locs[i].log_id, locs[i].offset, it->len);
+            rc = ledger_index_put(l, it->entry_id, locs[i].log_id, locs[i].pos, it->len);
         }
         pthread_mutex_unlock(&bk->lock);
     }
@@ -424,7 +449,8 @@ int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool chec
 
 typedef struct gc_move {
     int64_t ledger_id, entry_id;
-    uint64_t old_off, new_off;
+    uint64_t old_pos, old_off; /* its idx record and record in the log compacted */
+    uint64_t new_off, new_pos;
     uint32_t new_log, len;
 } gc_move_t;
 
@@ -543,9 +569,10 @@ static int gc_apply_moves(bookie_t *bk, uint32_t old_id, const gc_move_t *mv, ui
     pthread_mutex_lock(&bk->lock);
     for (uint32_t i = 0; i < n && rc == 0; i++) {
         ledger_t *l = ledger_find(&bk->ledgers, mv[i].ledger_id);
-        const idx_loc_t *loc = l && !l->deleted ? ledger_index_find(l, mv[i].entry_id) : NULL;
-        if (loc && loc->log_id == old_id && loc->offset == mv[i].old_off)
-            rc = ledger_index_put(l, mv[i].entry_id, mv[i].new_log, mv[i].new_off, mv[i].len);
+        idx_ref_t ref;
+        if (l && !l->deleted && ledger_index_find(l, mv[i].entry_id, &ref) &&
+            ref.log_id == old_id && ref.pos == mv[i].old_pos)
+            rc = ledger_index_put(l, mv[i].entry_id, mv[i].new_log, mv[i].new_pos, mv[i].len);
     }
     pthread_mutex_unlock(&bk->lock);
     return rc;
@@ -607,8 +634,8 @@ static int gc_pace(bookie_t *bk, uint64_t t0_us, uint64_t copied)
  * are read back (checksum verified) and appended to the writer's log; every
  * GC_COMPACT_STEP_BYTES the copies are synced, the index moved to them, a
  * waiting flush run and the pace kept. Adds the bytes copied to *copied. */
-static int gc_copy_chunk(bookie_t *bk, entry_log_t *log, const uint8_t *recs, uint32_t nrec,
-                         gc_move_t *mv, uint64_t t0_us, uint64_t *copied)
+static int gc_copy_chunk(bookie_t *bk, entry_log_t *log, const uint8_t *recs, uint64_t pos,
+                         uint32_t nrec, gc_move_t *mv, uint64_t t0_us, uint64_t *copied)
 {
     uint32_t n = 0;
     pthread_mutex_lock(&bk->lock);
@@ -616,9 +643,15 @@ static int gc_copy_chunk(bookie_t *bk, entry_log_t *log, const uint8_t *recs, ui
         const uint8_t *r = recs + (size_t)i * ELOG_IDX_RECORD_BYTES;
         int64_t lid = (int64_t)get_le64(r), eid = (int64_t)get_le64(r + 8);
         const ledger_t *l = ledger_find(&bk->ledgers, lid);
-        const idx_loc_t *loc = l && !l->deleted ? ledger_index_find(l, eid) : NULL;
-        if (loc && loc->log_id == log->id && loc->offset == get_le64(r + 16))
-            mv[n++] = (gc_move_t){lid, eid, loc->offset, 0, 0, loc->length};
+        uint64_t rpos = pos + (uint64_t)i * ELOG_IDX_RECORD_BYTES;
+        idx_ref_t ref;
+        if (l && !l->deleted && ledger_index_find(l, eid, &ref) && ref.log_id == log->id &&
+            ref.pos == rpos)
+            mv[n++] = (gc_move_t){.ledger_id = lid,
+                                  .entry_id = eid,
+                                  .old_pos = rpos,
+                                  .old_off = get_le64(r + 16),
+                                  .len = get_le32(r + 24)};
     }
     pthread_mutex_unlock(&bk->lock);
     uint32_t done = 0;
@@ -628,7 +661,7 @@ static int gc_copy_chunk(bookie_t *bk, entry_log_t *log, const uint8_t *recs, ui
         int rc = entry_log_read(log, mv[i].old_off, mv[i].len, mv[i].ledger_id, mv[i].entry_id, &b);
         if (rc == 0)
             rc = elog_append(&bk->writer, mv[i].ledger_id, mv[i].entry_id, b->data, b->len,
-                             &mv[i].new_log, &mv[i].new_off);
+                             &mv[i].new_log, &mv[i].new_off, &mv[i].new_pos);
         qbuf_unref(b);
         if (rc)
             return rc;
@@ -672,7 +705,7 @@ static int gc_compact_log(bookie_t *bk, entry_log_t *log)
             want = GC_CHUNK_RECORDS * ELOG_IDX_RECORD_BYTES;
         rc = bk_pread_all(fd, recs, want, off);
         if (rc == 0)
-            rc = gc_copy_chunk(bk, log, recs, (uint32_t)(want / ELOG_IDX_RECORD_BYTES), mv, t0,
+            rc = gc_copy_chunk(bk, log, recs, off, (uint32_t)(want / ELOG_IDX_RECORD_BYTES), mv, t0,
                                &copied);
         off += want;
     }

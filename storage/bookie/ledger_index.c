@@ -2,8 +2,9 @@
  * ledger_index.c — ledger table, per-ledger sorted entry index, ledgers.meta
  * records (formats in ledger_index.h).
  *
- * Invariants of a ledger's index: locs[0..nlocs) strictly increasing by
- * entry_id; nlocs <= cap; a deleted ledger has nlocs == 0.
+ * Invariants of a ledger's index: runs[0..nruns) are non-empty, ordered and
+ * disjoint (runs[i].first + runs[i].count <= runs[i + 1].first); nruns <= cap;
+ * a deleted ledger has nruns == 0.
  */
 #include "storage/bookie/ledger_index.h"
 
@@ -22,6 +23,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "storage/bookie/bookie_io.h"
+#include "storage/bookie/entry_log.h"
 
 /* ---------------------------------------------------------------- table -- */
 
@@ -41,7 +43,7 @@ void ledger_table_free(ledger_table_t *lt)
     void *v;
     while (qmap64_next(lt->map, &it, &key, &v)) {
         ledger_t *l = v;
-        free(l->locs);
+        free(l->runs);
         free(l);
     }
     qmap64_free(lt->map);
@@ -110,9 +112,9 @@ void ledger_mark_deleted(ledger_table_t *lt, ledger_t *l)
     }
     l->deleted = true;
     ledger_set_dirty(lt, l);
-    free(l->locs);
-    l->locs = NULL;
-    l->nlocs = l->cap = 0;
+    free(l->runs);
+    l->runs = NULL;
+    l->nruns = l->cap = 0;
 }
 
 void ledger_forget(ledger_table_t *lt, ledger_t *l)
@@ -123,65 +125,138 @@ void ledger_forget(ledger_table_t *lt, ledger_t *l)
     ledger_clear_dirty(lt, l);
     if (!l->deleted)
         lt->live--;
-    free(l->locs);
+    free(l->runs);
     free(l);
 }
 
 /* ---------------------------------------------------------------- index -- */
 
-/* First position whose entry_id >= entry_id. */
-static uint32_t index_lower_bound(const ledger_t *l, int64_t entry_id)
+#define REC ELOG_IDX_RECORD_BYTES
+
+static int64_t run_end(const idx_run_t *r) /* one past the last entry */
 {
-    uint32_t lo = 0, hi = l->nlocs;
+    return r->first + (int64_t)r->count;
+}
+
+/* The run holding entry_id, else the last run before it: its index, or -1. */
+static int64_t run_at_or_before(const ledger_t *l, int64_t entry_id)
+{
+    uint32_t lo = 0, hi = l->nruns; /* first run with first > entry_id */
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (l->locs[mid].entry_id < entry_id)
+        if (l->runs[mid].first <= entry_id)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo;
+    return (int64_t)lo - 1;
 }
 
-int ledger_index_put(ledger_t *l, int64_t entry_id, uint32_t log_id, uint64_t offset,
-                     uint32_t length)
+/* b's records follow a's in the same idx file, and its entries a's. */
+static bool runs_join(const idx_run_t *a, const idx_run_t *b)
 {
-    assert(!l->deleted);
-    idx_loc_t loc = {entry_id, offset, log_id, length};
-    uint32_t pos = l->nlocs;
-    if (l->nlocs && l->locs[l->nlocs - 1].entry_id >= entry_id) {
-        pos = index_lower_bound(l, entry_id);
-        if (l->locs[pos].entry_id == entry_id) {
-            l->locs[pos] = loc;
-            return 0;
-        }
-    }
-    if (l->nlocs == l->cap) {
-        uint32_t cap = l->cap ? l->cap * 2 : 16;
-        idx_loc_t *n = realloc(l->locs, (size_t)cap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        l->locs = n;
-        l->cap = cap;
-    }
-    memmove(&l->locs[pos + 1], &l->locs[pos], (size_t)(l->nlocs - pos) * sizeof loc);
-    l->locs[pos] = loc;
-    l->nlocs++;
-    assert(pos == 0 || l->locs[pos - 1].entry_id < entry_id);
+    return a->log_id == b->log_id && run_end(a) == b->first &&
+           a->pos + (uint64_t)a->count * REC == b->pos;
+}
+
+/* Room for n more runs. */
+static int runs_reserve(ledger_t *l, uint32_t n)
+{
+    if (l->nruns + n <= l->cap)
+        return 0;
+    uint32_t cap = l->cap ? l->cap : 4;
+    while (cap < l->nruns + n)
+        cap *= 2;
+    idx_run_t *r = realloc(l->runs, (size_t)cap * sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    l->runs = r;
+    l->cap = cap;
     return 0;
 }
 
-const idx_loc_t *ledger_index_find(const ledger_t *l, int64_t entry_id)
+/* Replaces runs[at .. at + del) with the n runs of add. Room reserved. */
+static void runs_splice(ledger_t *l, uint32_t at, uint32_t del, const idx_run_t *add, uint32_t n)
 {
-    if (l->nlocs == 0)
-        return NULL;
-    uint32_t pos = index_lower_bound(l, entry_id);
-    return pos < l->nlocs && l->locs[pos].entry_id == entry_id ? &l->locs[pos] : NULL;
+    memmove(&l->runs[at + n], &l->runs[at + del], (l->nruns - at - del) * sizeof *l->runs);
+    if (n)
+        memcpy(&l->runs[at], add, n * sizeof *add);
+    l->nruns = l->nruns - del + n;
+}
+
+/* Merges runs[i] into runs[i - 1] when they line up (i in 1 .. nruns - 1). */
+static void runs_merge_prev(ledger_t *l, uint32_t i)
+{
+    if (i == 0 || i >= l->nruns || !runs_join(&l->runs[i - 1], &l->runs[i]))
+        return;
+    l->runs[i - 1].count += l->runs[i].count;
+    runs_splice(l, i, 1, NULL, 0);
+}
+
+int ledger_index_put(ledger_t *l, int64_t entry_id, uint32_t log_id, uint64_t pos, uint32_t length)
+{
+    assert(!l->deleted);
+    idx_run_t one = {.first = entry_id, .pos = pos, .count = 1, .log_id = log_id};
+    idx_run_t *last = l->nruns ? &l->runs[l->nruns - 1] : NULL;
+    if (last && runs_join(last, &one) && last->count < UINT32_MAX) { /* the usual append */
+        last->count++;
+    } else if (!last || entry_id >= run_end(last)) {
+        if (runs_reserve(l, 1))
+            return -ENOMEM;
+        l->runs[l->nruns++] = one;
+    } else {
+        int64_t i = run_at_or_before(l, entry_id);
+        const idx_run_t *r = i >= 0 ? &l->runs[i] : NULL;
+        uint32_t at;
+        if (r && entry_id < run_end(r)) {
+            uint32_t k = (uint32_t)(entry_id - r->first);
+            if (r->log_id == log_id && r->pos + (uint64_t)k * REC == pos)
+                return 0; /* already there */
+            if (runs_reserve(l, 2))
+                return -ENOMEM;
+            r = &l->runs[i];
+            idx_run_t parts[3];
+            uint32_t n = 0;
+            if (k > 0)
+                parts[n++] = (idx_run_t){r->first, r->pos, k, r->log_id};
+            at = (uint32_t)i + n;
+            parts[n++] = one;
+            if (k + 1 < r->count)
+                parts[n++] = (idx_run_t){entry_id + 1, r->pos + (uint64_t)(k + 1) * REC,
+                                         r->count - k - 1, r->log_id};
+            runs_splice(l, (uint32_t)i, 1, parts, n);
+        } else {
+            if (runs_reserve(l, 1))
+                return -ENOMEM;
+            at = (uint32_t)(i + 1);
+            runs_splice(l, at, 0, &one, 1);
+        }
+        runs_merge_prev(l, at + 1);
+        runs_merge_prev(l, at);
+    }
+    l->put_bytes += length;
+    l->puts++;
+    return 0;
+}
+
+bool ledger_index_find(const ledger_t *l, int64_t entry_id, idx_ref_t *out)
+{
+    int64_t i = run_at_or_before(l, entry_id);
+    if (i < 0 || entry_id >= run_end(&l->runs[i]))
+        return false;
+    const idx_run_t *r = &l->runs[i];
+    *out = (idx_ref_t){r->log_id, r->pos + (uint64_t)(entry_id - r->first) * REC};
+    return true;
 }
 
 int64_t ledger_index_last(const ledger_t *l)
 {
-    return l->nlocs ? l->locs[l->nlocs - 1].entry_id : -1;
+    return l->nruns ? run_end(&l->runs[l->nruns - 1]) - 1 : -1;
+}
+
+uint32_t ledger_index_avg_length(const ledger_t *l)
+{
+    return l->puts ? (uint32_t)(l->put_bytes / l->puts) : 4096u;
 }
 
 /* ------------------------------------------------------------ meta file -- */

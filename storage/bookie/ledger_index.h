@@ -3,12 +3,23 @@
  * (private to storage/bookie/).
  *
  * In memory, each ledger_t holds its metadata (fenced, deleted, lac, last
- * entry) and its index: a sorted array of idx_loc_t (24 bytes per entry, so
- * 10 million entries take 240 MB) giving (entry id) -> (entry log, offset,
- * length). Appending the next entry id is O(1); an out-of-order id is placed
- * by binary search. The ledger table maps ledger id -> ledger_t. A deleted
- * ledger stays as a tombstone (deleted = true, no index) until garbage
- * collection has removed every entry log holding its entries.
+ * entry) and its index: a sorted array of runs (idx_run_t, 24 bytes each). A
+ * run is a range of consecutive entry ids whose idx records (entry_log.h) are
+ * consecutive in one <log>.idx file, so the index does not hold an entry's
+ * location itself, only where its idx record is: entry first + i is
+ * described by the record at byte pos + 32 * i of <log_id>.idx, and a reader
+ * reads that record (entry_log_locate) before the entry. A flush writes each
+ * ledger's entries in order, their idx records together, so one run covers a
+ * ledger's entries of one flush: with 64 MiB write caches the index costs a
+ * few bytes per flushed megabyte of a ledger, not 24 bytes per entry (it held
+ * every location until session 13: 77 MB after two million small entries,
+ * growing for as long as data was retained). A re-add or a compaction copy of
+ * an entry in the middle of a run splits the run; neighbours that line up
+ * again are merged. Appending the next entry id is O(1); any other change is a
+ * binary search and a move of the runs after it. The ledger table maps ledger
+ * id -> ledger_t. A deleted ledger stays as a tombstone (deleted = true, no
+ * index) until garbage collection has removed every entry log holding its
+ * entries.
  *
  * On disk the index is not one file: each entry log <id>.log has a companion
  * <id>.idx listing the entries it holds (entry_log.h), and the whole index is
@@ -43,12 +54,20 @@
 #define LEDGER_META_MAGIC 0x314d4c51u
 #define LEDGER_META_FILE "ledgers.meta"
 
-typedef struct idx_loc {
-    int64_t entry_id;
-    uint64_t offset; /* of the record in the entry log */
+/* Entries first .. first + count - 1: their idx records from byte pos of
+ * <log_id>.idx on, one after another. */
+typedef struct idx_run {
+    int64_t first;
+    uint64_t pos;
+    uint32_t count;
     uint32_t log_id;
-    uint32_t length; /* payload bytes */
-} idx_loc_t;
+} idx_run_t;
+
+/* Where an entry's idx record is. */
+typedef struct idx_ref {
+    uint32_t log_id;
+    uint64_t pos;
+} idx_ref_t;
 
 typedef struct ledger {
     int64_t id;
@@ -57,8 +76,11 @@ typedef struct ledger {
     bool fenced, deleted;
     bool dirty; /* metadata changed since it was last persisted: on the dirty list */
     struct ledger *dirty_prev, *dirty_next;
-    idx_loc_t *locs;
-    uint32_t nlocs, cap;
+    idx_run_t *runs;
+    uint32_t nruns, cap;
+    /* Payload bytes and entries indexed (re-adds counted again): the average
+     * size a read is assumed to have before its idx record is read. */
+    uint64_t put_bytes, puts;
 } ledger_t;
 
 /* The dirty list holds exactly the ledgers with dirty set, so a checkpoint
@@ -83,13 +105,15 @@ void ledger_clear_dirty(ledger_table_t *lt, ledger_t *l);
 /* Removes a ledger from the table and frees it (tombstone collected). */
 void ledger_forget(ledger_table_t *lt, ledger_t *l);
 
-/* Inserts or replaces the location of an entry. 0 or -ENOMEM. */
-int ledger_index_put(ledger_t *l, int64_t entry_id, uint32_t log_id, uint64_t offset,
-                     uint32_t length);
-/* Borrowed (valid until the ledger's index next changes), or NULL. */
-const idx_loc_t *ledger_index_find(const ledger_t *l, int64_t entry_id);
+/* Inserts or replaces where the idx record of an entry (of length payload
+ * bytes) is. 0 or -ENOMEM (the index unchanged). */
+int ledger_index_put(ledger_t *l, int64_t entry_id, uint32_t log_id, uint64_t pos, uint32_t length);
+/* True, with *out filled, when the entry is indexed. */
+bool ledger_index_find(const ledger_t *l, int64_t entry_id, idx_ref_t *out);
 /* Highest entry id in the index, or -1. */
 int64_t ledger_index_last(const ledger_t *l);
+/* The average payload of the entries put (4 KiB before any). */
+uint32_t ledger_index_avg_length(const ledger_t *l);
 
 /* Encodes the ledger's metadata as one ledgers.meta record into out[48]. */
 void ledger_meta_encode(const ledger_t *l, uint8_t *out);

@@ -191,3 +191,33 @@ def test_restart_twice_and_unsubscribe_persists(fresh_quire):
     # messages depends on when ledgers are trimmed: not asserted here.)
     p.close()
     client.close()
+
+
+def test_open_files_soft_limit_raised_to_hard():
+    """The server holds a descriptor per connection and two per entry log: it raises
+    its soft RLIMIT_NOFILE to the hard limit (started here under a soft limit of 256)."""
+    import resource
+    from conftest import QuireServer
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 256:
+        pytest.skip(f"hard open-files limit {hard} leaves nothing to raise")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    try:
+        srv = QuireServer().start()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    try:
+        with open(f"/proc/{srv.proc.pid}/limits") as f:
+            line = next(x for x in f if x.startswith("Max open files"))
+        fields = line.split()
+        want = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+        assert fields[3] == want and fields[4] == want, line
+        client = new_client(srv.service_url)
+        try:
+            producer = client.create_producer("persistent://public/default/nofile")
+            producer.send(b"x")
+        finally:
+            _close_quietly(client)
+    finally:
+        srv.stop()

@@ -5,7 +5,8 @@
  *
  * Each input becomes one entry log and its index file in a scratch directory,
  * then log_table_load opens them (as bookie start does) and every index record
- * it accepts is read back with entry_log_read. Checked:
+ * it accepts is looked up at its position (entry_log_locate, as a bookie read
+ * does) and read back with entry_log_read. Checked:
  *   - loading never crashes, leaks or reads out of bounds (ASan/UBSan);
  *   - an accepted index record never points past the end of its log;
  *   - a read either fails (QE_CORRUPT or -errno) or returns exactly the
@@ -45,7 +46,7 @@
 typedef struct seen {
     int64_t ledger_id, entry_id;
     uint32_t log_id, length;
-    uint64_t offset;
+    uint64_t offset, pos;
 } seen_t;
 
 typedef struct ctx {
@@ -69,13 +70,13 @@ static void put(uint8_t *p, uint64_t v, int bytes)
         p[i] = (uint8_t)v;
 }
 
-static int on_record(void *arg, int64_t ledger_id, int64_t entry_id, uint32_t log_id,
+static int on_record(void *arg, int64_t ledger_id, int64_t entry_id, uint32_t log_id, uint64_t pos,
                      uint64_t offset, uint32_t length)
 {
     ctx_t *c = arg;
     if (c->n >= MAX_RECORDS)
         abort(); /* more records accepted than the index held */
-    c->recs[c->n++] = (seen_t){ledger_id, entry_id, log_id, length, offset};
+    c->recs[c->n++] = (seen_t){ledger_id, entry_id, log_id, length, offset, pos};
     return 0;
 }
 
@@ -183,6 +184,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (s->offset > log_len || log_len - s->offset < ELOG_HEADER_BYTES ||
                 log_len - s->offset - ELOG_HEADER_BYTES < s->length)
                 abort(); /* accepted a record past the end of its log */
+            uint64_t off;
+            uint32_t len;
+            if (entry_log_locate(log, s->pos, s->ledger_id, s->entry_id, &off, &len) != 0 ||
+                off != s->offset || len != s->length)
+                abort(); /* the idx record at pos is not the one accepted there */
             qbuf_t *out = NULL;
             int r = entry_log_read(log, s->offset, s->length, s->ledger_id, s->entry_id, &out);
             if (r == 0) {

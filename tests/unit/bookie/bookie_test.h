@@ -49,5 +49,6 @@ void bt_flip_byte(const char *path, off_t off);
 
 void bookie_direct_register(void);
 void bookie_crash_register(void);
+void bookie_index_register(void);
 
 #endif

@@ -1407,6 +1407,7 @@ static void register_suites(void)
                 test_checkpoint_persists_only_changed_ledgers);
     bookie_direct_register();
     bookie_crash_register();
+    bookie_index_register();
 }
 
 int main(int argc, char **argv)

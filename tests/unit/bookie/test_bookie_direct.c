@@ -36,22 +36,32 @@ static size_t dt_len(int64_t e)
     return e % 3 == 0 ? 20000 + (size_t)e * 1000 : 100 + (size_t)e;
 }
 
+/* Where the index says (l, e) is, resolved through its idx record. */
+typedef struct dt_loc {
+    uint32_t log_id;
+    uint64_t offset;
+    uint32_t length;
+} dt_loc_t;
+
 /* The indexed location of (l, e), if any. */
-static bool dt_loc(bookie_t *bk, int64_t l, int64_t e, idx_loc_t *out)
+static bool dt_loc(bookie_t *bk, int64_t l, int64_t e, dt_loc_t *out)
 {
     pthread_mutex_lock(&bk->lock);
     const ledger_t *led = ledger_find(&bk->ledgers, l);
-    const idx_loc_t *loc = led && !led->deleted ? ledger_index_find(led, e) : NULL;
-    if (loc)
-        *out = *loc;
+    idx_ref_t ref;
+    bool found = led && !led->deleted && ledger_index_find(led, e, &ref);
+    const entry_log_t *log = found ? log_table_find(&bk->logs, ref.log_id) : NULL;
+    found = log && entry_log_locate(log, ref.pos, l, e, &out->offset, &out->length) == 0;
+    if (found)
+        out->log_id = ref.log_id;
     pthread_mutex_unlock(&bk->lock);
-    return loc != NULL;
+    return found;
 }
 
 /* Runs the loop until (l, e) is indexed with length len (a flush ran). */
-static idx_loc_t dt_wait_indexed(bookie_t *bk, int64_t l, int64_t e, uint32_t len)
+static dt_loc_t dt_wait_indexed(bookie_t *bk, int64_t l, int64_t e, uint32_t len)
 {
-    idx_loc_t loc = {0};
+    dt_loc_t loc = {0};
     for (int i = 0; i < 500; i++) {
         if (dt_loc(bk, l, e, &loc) && loc.length == len)
             return loc;
@@ -255,7 +265,7 @@ static void test_direct_no_payload_in_write_cache(void)
     bookie_stats_t st0, st1;
     bookie_get_stats(bk, &st0);
     CU_ASSERT_EQUAL(st0.adds_waited, 0);
-    idx_loc_t loc;
+    dt_loc_t loc;
     CU_ASSERT_FALSE(dt_loc(bk, 7, 39, &loc)); /* not flushed, not indexed */
     for (int e = 0; e < 40; e += 13)
         CU_ASSERT_EQUAL(bt_verify(bk, 7, e, 60000), 0);
@@ -282,13 +292,13 @@ static void test_direct_readd_newest_wins(void)
     bookie_t *bk = bt_open(&cfg);
     /* Direct log first (id 1), then the flush's log (id 2). */
     CU_ASSERT_EQUAL(bt_add(bk, 5, 0, -1, DT_LARGE), 0);
-    idx_loc_t d = dt_wait_indexed(bk, 5, 0, DT_LARGE);
+    dt_loc_t d = dt_wait_indexed(bk, 5, 0, DT_LARGE);
     CU_ASSERT_EQUAL(bt_add(bk, 5, 1, 0, 100), 0);
-    idx_loc_t f = dt_wait_indexed(bk, 5, 1, 100);
+    dt_loc_t f = dt_wait_indexed(bk, 5, 1, 100);
     CU_ASSERT_TRUE(f.log_id > d.log_id);
     /* Large again: written to direct log 1, below its previous location: copied. */
     CU_ASSERT_EQUAL(bt_add(bk, 5, 1, 0, 30000), 0);
-    idx_loc_t c = dt_wait_indexed(bk, 5, 1, 30000);
+    dt_loc_t c = dt_wait_indexed(bk, 5, 1, 30000);
     CU_ASSERT_TRUE(c.log_id >= f.log_id);
     /* Small again over a direct record: after it. */
     CU_ASSERT_EQUAL(bt_add(bk, 5, 0, 0, 50), 0);
@@ -299,10 +309,10 @@ static void test_direct_readd_newest_wins(void)
     dt_wait_indexed(bk, 6, 9, 100);
     for (int e = 0; e < 4; e++) /* each in a new direct log */
         CU_ASSERT_EQUAL(bt_add(bk, 6, e, -1, 60000), 0);
-    idx_loc_t d2 = dt_wait_indexed(bk, 6, 3, 60000);
+    dt_loc_t d2 = dt_wait_indexed(bk, 6, 3, 60000);
     /* Small over it: the flush's current log is older: retired, copy in a new one. */
     CU_ASSERT_EQUAL(bt_add(bk, 6, 3, -1, 10), 0);
-    idx_loc_t s2 = dt_wait_indexed(bk, 6, 3, 10);
+    dt_loc_t s2 = dt_wait_indexed(bk, 6, 3, 10);
     CU_ASSERT_TRUE(s2.log_id > d2.log_id);
     bookie_test_abandon(bk);
 
