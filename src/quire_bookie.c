@@ -34,6 +34,7 @@ typedef struct qb_options {
     bool journal_sync;
     uint32_t large_entry_bytes;                 /* journalLargeEntryThreshold */
     uint32_t compact_rate;                      /* compactionRateByBytes */
+    uint32_t write_cache_mb, read_cache_mb;     /* dbStorage_{writeCache,readAheadCache}MaxSizeMb */
     double minor_threshold, major_threshold;    /* minor/majorCompactionThreshold */
     int64_t minor_interval_s, major_interval_s; /* minor/majorCompactionInterval */
 } qb_options_t;
@@ -45,6 +46,8 @@ static void qb_usage(FILE *out)
             "                    [--journalSyncData=true|false]\n"
             "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n"
             "                    [--compactionRateByBytes=BYTES_PER_S (0: unpaced)]\n"
+            "                    [--dbStorage_writeCacheMaxSizeMb=MB (1..65536)]\n"
+            "                    [--dbStorage_readAheadCacheMaxSizeMb=MB (0..65536)]\n"
             "                    [--minorCompactionThreshold=F] [--minorCompactionInterval=S]\n"
             "                    [--majorCompactionThreshold=F] [--majorCompactionInterval=S]\n"
             "                    (fractions of a log, seconds; <= 0: that compaction off)\n");
@@ -145,6 +148,13 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--compactionRateByBytes", &v)) != 0) {
         if (m > 0 && qb_parse_u32(v, UINT32_MAX, &o->compact_rate) < 0)
             m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--dbStorage_writeCacheMaxSizeMb", &v)) != 0) {
+        if (m > 0 && (qb_parse_u32(v, BOOKIE_CACHE_MB_MAX, &o->write_cache_mb) < 0 ||
+                      o->write_cache_mb == 0))
+            m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--dbStorage_readAheadCacheMaxSizeMb", &v)) != 0) {
+        if (m > 0 && qb_parse_u32(v, BOOKIE_CACHE_MB_MAX, &o->read_cache_mb) < 0)
+            m = -2;
     } else if ((m = qb_match(argc, argv, i, "--minorCompactionThreshold", &v)) != 0) {
         if (m > 0 && qb_parse_double(v, &o->minor_threshold) < 0)
             m = -2;
@@ -179,6 +189,8 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     bookie_config_defaults(&defaults);
     o->large_entry_bytes = defaults.journal_large_entry_bytes;
     o->compact_rate = (uint32_t)defaults.gc_compact_bytes_per_s;
+    o->write_cache_mb = (uint32_t)(defaults.write_cache_bytes >> 20);
+    o->read_cache_mb = (uint32_t)(defaults.read_cache_bytes >> 20);
     o->minor_threshold = defaults.minor_compaction_threshold;
     o->minor_interval_s = (int64_t)(defaults.minor_compaction_interval_ms / 1000);
     o->major_threshold = defaults.major_compaction_threshold;
@@ -235,10 +247,11 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
     printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
            "journalLargeEntryThreshold=%u, compactionRateByBytes=%u, "
            "minorCompactionThreshold=%g, minorCompactionInterval=%" PRId64
-           ", majorCompactionThreshold=%g, majorCompactionInterval=%" PRId64 ")\n",
+           ", majorCompactionThreshold=%g, majorCompactionInterval=%" PRId64
+           ", dbStorage_writeCacheMaxSizeMb=%u, dbStorage_readAheadCacheMaxSizeMb=%u)\n",
            o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
            o->large_entry_bytes, o->compact_rate, o->minor_threshold, o->minor_interval_s,
-           o->major_threshold, o->major_interval_s);
+           o->major_threshold, o->major_interval_s, o->write_cache_mb, o->read_cache_mb);
     fflush(stdout);
     ev_run(loop, 0);
     ev_signal_stop(loop, &sigterm);
@@ -267,6 +280,8 @@ int quire_bookie_main(int argc, char **argv)
     cfg.journal_sync = o.journal_sync;
     cfg.journal_large_entry_bytes = o.large_entry_bytes;
     cfg.gc_compact_bytes_per_s = o.compact_rate;
+    cfg.write_cache_bytes = (uint64_t)o.write_cache_mb << 20;
+    cfg.read_cache_bytes = (uint64_t)o.read_cache_mb << 20;
     char err[160]; /* checked in qb_parse: cannot fail here */
     bookie_config_compaction(&cfg, o.minor_threshold, o.minor_interval_s, o.major_threshold,
                              o.major_interval_s, err, sizeof err);

@@ -252,6 +252,20 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.gc_compact_bytes_per_s = (uint64_t)compact_rate;
+    int64_t wc_mb = 0, rc_mb = 0;
+    if (qconfig_get_int(sa->conf, "dbStorage_writeCacheMaxSizeMb",
+                        (int64_t)(bc.write_cache_bytes >> 20), 1, BOOKIE_CACHE_MB_MAX,
+                        &wc_mb) < 0 ||
+        qconfig_get_int(sa->conf, "dbStorage_readAheadCacheMaxSizeMb",
+                        (int64_t)(bc.read_cache_bytes >> 20), 0, BOOKIE_CACHE_MB_MAX, &rc_mb) < 0) {
+        log_error("standalone",
+                  "dbStorage_writeCacheMaxSizeMb (1..%u) and "
+                  "dbStorage_readAheadCacheMaxSizeMb (0..%u): expected megabytes",
+                  BOOKIE_CACHE_MB_MAX, BOOKIE_CACHE_MB_MAX);
+        return QE_INVALID;
+    }
+    bc.write_cache_bytes = (uint64_t)wc_mb << 20;
+    bc.read_cache_bytes = (uint64_t)rc_mb << 20;
     if ((rc = sa_compaction_config(sa->conf, &bc)) < 0)
         return rc;
     rc = bookie_open(sa->loop, &bc, &sa->bookie);

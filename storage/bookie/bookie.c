@@ -50,8 +50,8 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .journal_group_entries_max = 10000,
         .journal_file_size_bytes = 256ull << 20,
         .entry_log_size_bytes = 1ull << 30,
-        .write_cache_bytes = 64ull << 20,
-        .read_cache_bytes = 64ull << 20,
+        .write_cache_bytes = 32ull << 20, /* docs/bookie.md, "Cache sizes" */
+        .read_cache_bytes = 16ull << 20,
         .read_bytes_inflight_max = 64ull << 20,
         .flush_interval_ms = 1000,
         .pending_adds_max = 100000,

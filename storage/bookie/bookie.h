@@ -37,6 +37,7 @@
 typedef struct bookie bookie_t;
 
 #define BOOKIE_LARGE_ENTRY_BYTES_MAX (32u << 20) /* journal_large_entry_bytes at most */
+#define BOOKIE_CACHE_MB_MAX 65536u               /* the cache sizes' keys, in MB, at most */
 
 typedef struct bookie_config {
     const char *data_dir;               /* journal/ and ledgers/ are created below */
@@ -46,13 +47,16 @@ typedef struct bookie_config {
     uint32_t journal_group_entries_max; /* ... or this many adds (10000) */
     uint64_t journal_file_size_bytes;   /* preallocated size of a journal file (256 MiB) */
     uint64_t entry_log_size_bytes;      /* an entry log rolls over at this size (1 GiB) */
-    uint64_t write_cache_bytes;         /* flush to entry logs when this full (64 MiB) */
-    uint64_t read_cache_bytes;          /* recently read entries kept (64 MiB) */
-    uint64_t read_bytes_inflight_max;   /* disk reads given to the readers and not yet
-                                           delivered (64 MiB); more wait their turn */
-    uint32_t flush_interval_ms;         /* checkpoint at least this often (1000) */
-    uint32_t pending_adds_max;          /* adds queued beyond this get QE_BUSY (100000) */
-    uint32_t gc_interval_ms;            /* garbage collection period (60000) */
+    /* Flush to entry logs when this full (32 MiB; dbStorage_writeCacheMaxSizeMb). Two
+     * exist: one filling, one being flushed. Direct entries hold no payload here. */
+    uint64_t write_cache_bytes;
+    uint64_t read_cache_bytes;        /* recently read entries kept (16 MiB;
+                                         dbStorage_readAheadCacheMaxSizeMb; 0: none) */
+    uint64_t read_bytes_inflight_max; /* disk reads given to the readers and not yet
+                                         delivered (64 MiB); more wait their turn */
+    uint32_t flush_interval_ms;       /* checkpoint at least this often (1000) */
+    uint32_t pending_adds_max;        /* adds queued beyond this get QE_BUSY (100000) */
+    uint32_t gc_interval_ms;          /* garbage collection period (60000) */
     /* Compaction, scheduled as BookKeeper's: a GC pass compacts the logs whose
      * live bytes are below a threshold of their size; the major threshold once
      * every major interval, else the minor threshold once every minor

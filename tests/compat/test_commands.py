@@ -27,7 +27,9 @@ def test_bookie_storage_options():
                               "--bindAddress=127.0.0.1", "--journalLargeEntryThreshold=65536",
                               "--compactionRateByBytes=1048576",
                               "--minorCompactionThreshold=0.1", "--minorCompactionInterval=7200",
-                              "--majorCompactionThreshold=-1", "--majorCompactionInterval=600"],
+                              "--majorCompactionThreshold=-1", "--majorCompactionInterval=600",
+                              "--dbStorage_writeCacheMaxSizeMb=16",
+                              "--dbStorage_readAheadCacheMaxSizeMb=0"],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         try:
@@ -43,6 +45,8 @@ def test_bookie_storage_options():
             assert "minorCompactionThreshold=0.1, minorCompactionInterval=7200" in line, line
             # a threshold <= 0 turns major compaction off, as in BookKeeper
             assert "majorCompactionThreshold=0, majorCompactionInterval=0" in line, line
+            assert "dbStorage_writeCacheMaxSizeMb=16" in line, line
+            assert "dbStorage_readAheadCacheMaxSizeMb=0" in line, line
         finally:
             p.send_signal(signal.SIGTERM)
             assert p.wait(timeout=BOUND_S) == 0
@@ -62,6 +66,10 @@ def test_bookie_storage_options():
     ("majorCompactionInterval", "1h"),
     ("minorCompactionInterval", "999999999999"),
     ("minorCompactionThreshold", "0.7"),  # above the major threshold (0.5), both on
+    ("dbStorage_writeCacheMaxSizeMb", "0"),
+    ("dbStorage_writeCacheMaxSizeMb", "65537"),
+    ("dbStorage_readAheadCacheMaxSizeMb", "-1"),
+    ("dbStorage_readAheadCacheMaxSizeMb", "lots"),
 ])
 def test_bookie_bad_value_refused(key, value):
     with tempfile.TemporaryDirectory(prefix="quire-bookie-cli-") as d:
@@ -82,6 +90,9 @@ def test_bookie_bad_value_refused(key, value):
     ("majorCompactionThreshold", "2"),
     ("minorCompactionInterval", "hourly"),
     ("minorCompactionThreshold", "0.9"),  # above the major threshold (0.5), both on
+    ("dbStorage_writeCacheMaxSizeMb", "0"),
+    ("dbStorage_readAheadCacheMaxSizeMb", "-5"),
+    ("dbStorage_readAheadCacheMaxSizeMb", "99999999"),
 ])
 def test_standalone_bad_value_refused(key, value):
     with tempfile.TemporaryDirectory(prefix="quire-sa-cli-") as d:

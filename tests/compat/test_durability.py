@@ -221,3 +221,35 @@ def test_open_files_soft_limit_raised_to_hard():
             _close_quietly(client)
     finally:
         srv.stop()
+        srv.cleanup()
+
+
+def test_small_bookie_caches_keep_every_message_across_kill9():
+    """dbStorage_writeCacheMaxSizeMb=1 (a flush every megabyte) and no read cache: 4,000
+    unbatched 1-KiB messages on three topics are flushed in dozens of runs of the bookie's
+    index; after a kill -9 every one is read back from the entry logs, in order."""
+    from conftest import QuireServer
+
+    srv = QuireServer(extra_args=["--dbStorage_writeCacheMaxSizeMb=1",
+                                  "--dbStorage_readAheadCacheMaxSizeMb=0"]).start()
+    try:
+        topics = [f"persistent://public/default/small-caches-{t}" for t in range(3)]
+        client = new_client(srv.service_url)
+        for t in topics:  # the subscriptions keep the backlog
+            client.subscribe(t, "s", initial_position=E).close()
+        producers = [client.create_producer(t, batching_enabled=False) for t in topics]
+        n = 4000
+        for i in range(n):
+            producers[i % 3].send(f"{i:06d}".encode() + b"x" * 1018)
+        _close_quietly(client)
+        srv.restart(kill=True)
+        client = new_client(srv.service_url)
+        for k, t in enumerate(topics):
+            c = client.subscribe(t, "s", initial_position=E)
+            got = [int(m.data()[:6]) for m in receive_n(c, len(range(k, n, 3)), ack=True)]
+            assert got == list(range(k, n, 3))
+            assert_nothing_more(c)
+        _close_quietly(client)
+    finally:
+        srv.stop()
+        srv.cleanup()
