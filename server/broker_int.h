@@ -376,6 +376,10 @@ struct subscription {
     ml_cursor_t *cursor; /* NULL for non-persistent topics */
     consumer_t **consumers;
     size_t consumers_count, consumers_cap;
+    /* Key_Shared AUTO_SPLIT: every consumer's ring points, sorted (dispatcher.c
+     * ring_owner); ring_len 0: to be built (set so when consumers change). */
+    struct ring_slot *ring;
+    size_t ring_len;
     size_t rr_next;      /* Shared round robin index */
     bool reading;        /* a cursor read is in flight */
     bool opening;        /* the cursor is being opened */
@@ -456,6 +460,9 @@ consumer_t *subscription_active_consumer(subscription_t *s);
  * its entry's Key_Shared key hash; on a Key_Shared subscription replay_hashes
  * counts the entries per hash, kept right by add, remove, trim and clear (a
  * hash with a count holds newer entries of the key behind the replay). */
+/* The consumer that owns key hash (0..65535) in a Key_Shared subscription:
+ * STICKY by the declared ranges (NULL: nobody), AUTO_SPLIT by the ring. */
+consumer_t *subscription_key_shared_owner(subscription_t *s, uint32_t hash);
 void subscription_replay_add(subscription_t *s, ml_pos_t pos, uint32_t key_hash);
 void subscription_replay_remove(subscription_t *s, ml_pos_t pos);
 /* Capacity for `need` positions in both arrays; -1 when out of memory. */

@@ -175,6 +175,7 @@ static int subscription_add_consumer(subscription_t *s, consumer_t *cons)
         s->consumers_cap = ncap;
     }
     s->consumers[s->consumers_count++] = cons;
+    s->ring_len = 0; /* the Key_Shared ring is built again */
     cons->sub = s;
     qsort(s->consumers, s->consumers_count, sizeof *s->consumers, consumer_order);
     return 0;
@@ -675,6 +676,7 @@ static void subscription_remove_consumer(subscription_t *s, consumer_t *cons)
             memmove(&s->consumers[i], &s->consumers[i + 1],
                     (s->consumers_count - i - 1) * sizeof *s->consumers);
             s->consumers_count--;
+            s->ring_len = 0;
             break;
         }
     }

@@ -318,7 +318,43 @@ static const uint32_t *ring_points(consumer_t *cons)
     return cons->ring_points;
 }
 
-static consumer_t *ring_owner(subscription_t *s, uint32_t hash)
+typedef struct ring_slot {
+    uint32_t point;
+    uint32_t idx; /* in s->consumers */
+} ring_slot_t;
+
+static int ring_slot_cmp(const void *a, const void *b)
+{
+    const ring_slot_t *x = a, *y = b;
+    if (x->point != y->point)
+        return x->point < y->point ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx; /* a tie: the earlier consumer */
+}
+
+/* Every consumer's points in one sorted array, so an owner is a binary search
+ * instead of a scan of consumers x RING_POINTS_PER_CONSUMER points per entry
+ * (2.7 % of the server's CPU in (e) with two consumers a subscription). */
+static bool ring_build(subscription_t *s)
+{
+    size_t n = s->consumers_count * RING_POINTS_PER_CONSUMER;
+    ring_slot_t *r = realloc(s->ring, n * sizeof *r);
+    if (!r)
+        return false;
+    s->ring = r;
+    for (size_t i = 0; i < s->consumers_count; i++) {
+        const uint32_t *points = ring_points(s->consumers[i]);
+        if (!points)
+            return false;
+        for (int k = 0; k < RING_POINTS_PER_CONSUMER; k++)
+            r[i * RING_POINTS_PER_CONSUMER + (size_t)k] = (ring_slot_t){points[k], (uint32_t)i};
+    }
+    qsort(r, n, sizeof *r, ring_slot_cmp);
+    s->ring_len = n;
+    return true;
+}
+
+/* The slow way, without memory for the ring: the same owner. */
+static consumer_t *ring_owner_scan(subscription_t *s, uint32_t hash)
 {
     consumer_t *best = NULL, *first = NULL;
     uint32_t best_point = UINT32_MAX, first_point = UINT32_MAX;
@@ -340,7 +376,24 @@ static consumer_t *ring_owner(subscription_t *s, uint32_t hash)
     return best ? best : first;
 }
 
-static consumer_t *key_shared_owner(subscription_t *s, uint32_t hash)
+static consumer_t *ring_owner(subscription_t *s, uint32_t hash)
+{
+    if (s->consumers_count == 0)
+        return NULL;
+    if (s->ring_len == 0 && !ring_build(s))
+        return ring_owner_scan(s, hash);
+    size_t lo = 0, hi = s->ring_len; /* the first point >= hash, else the first */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->ring[mid].point < hash)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return s->consumers[s->ring[lo < s->ring_len ? lo : 0].idx];
+}
+
+consumer_t *subscription_key_shared_owner(subscription_t *s, uint32_t hash)
 {
     if (s->key_shared_mode == PULSAR__PROTO__KEY_SHARED_MODE__STICKY) {
         for (size_t i = 0; i < s->consumers_count; i++)
@@ -364,7 +417,7 @@ static consumer_t *choose_consumer(subscription_t *s, const entry_info_t *info, 
         }
         return NULL;
     case PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared: {
-        consumer_t *cons = key_shared_owner(s, info->key_hash);
+        consumer_t *cons = subscription_key_shared_owner(s, info->key_hash);
         if (!cons || !consumer_can_take(cons))
             return NULL;
         if (cons->has_join_limit) {
@@ -636,6 +689,7 @@ void subscription_free(subscription_t *s)
     free(s->replay);
     free(s->replay_keys);
     free(s->consumers);
+    free(s->ring);
     qmap64_free(s->redelivery_counts);
     qmap64_free(s->replay_hashes);
     free(s->meta_json);

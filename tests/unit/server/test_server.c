@@ -732,6 +732,77 @@ static void test_traffic_drain(void)
     tbroker_stop(tb);
 }
 
+/* The AUTO_SPLIT owner of a hash, computed here from the definition: each
+ * consumer has 100 points, murmur3 of "<name><consumer id><k>" (31 bits, mod
+ * 65536); the owner has the first point at or after the hash, else the first
+ * point of all; on a tie the consumer earlier in the subscription's order. */
+static consumer_t *ring_model_owner(consumer_t **cs, size_t n, uint32_t hash)
+{
+    consumer_t *best = NULL, *first = NULL;
+    uint32_t best_point = UINT32_MAX, first_point = UINT32_MAX;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 100; k++) {
+            char buf[128];
+            int len = snprintf(buf, sizeof buf, "%s%llu%d", cs[i]->name,
+                               (unsigned long long)cs[i]->consumer_id, k);
+            uint32_t pt = (murmur3_x86_32(buf, (size_t)len, 0) & 0x7fffffffu) % 65536;
+            if (pt >= hash && pt < best_point) {
+                best_point = pt;
+                best = cs[i];
+            }
+            if (pt < first_point) {
+                first_point = pt;
+                first = cs[i];
+            }
+        }
+    return best ? best : first;
+}
+
+static void test_key_shared_ring_owner(void)
+{
+    enum { MAXC = 9 };
+    consumer_t cons[MAXC];
+    char names[MAXC][16];
+    consumer_t *list[MAXC];
+    memset(cons, 0, sizeof cons);
+    for (int i = 0; i < MAXC; i++) {
+        snprintf(names[i], sizeof names[i], "c-%d", i);
+        cons[i].name = names[i];
+        cons[i].consumer_id = (uint64_t)(i * 7 + 1);
+    }
+    subscription_t s = {0};
+    s.type = PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
+    s.key_shared_mode = PULSAR__PROTO__KEY_SHARED_MODE__AUTO_SPLIT;
+    s.consumers = list;
+    CU_ASSERT_PTR_NULL(subscription_key_shared_owner(&s, 5));
+    int mismatches = 0;
+    /* Consumers join one by one, then the first ones leave (the ring is built
+     * again each time, as consumer.c asks by clearing ring_len). */
+    for (int step = 0; step < 2 * MAXC - 1; step++) {
+        size_t from = step < MAXC ? 0 : (size_t)(step - MAXC + 1);
+        size_t to = step < MAXC ? (size_t)step + 1 : MAXC;
+        s.consumers_count = to - from;
+        for (size_t i = from; i < to; i++)
+            list[i - from] = &cons[i];
+        s.ring_len = 0;
+        for (uint32_t h = 0; h < 65536; h += 7)
+            mismatches += subscription_key_shared_owner(&s, h) !=
+                          ring_model_owner(list, s.consumers_count, h);
+        mismatches += subscription_key_shared_owner(&s, 65535) !=
+                      ring_model_owner(list, s.consumers_count, 65535);
+        /* Exactly at each point of the first consumer: that point's owner. */
+        for (int k = 0; k < 100 && cons[from].ring_points; k++) {
+            uint32_t h = cons[from].ring_points[k];
+            mismatches += subscription_key_shared_owner(&s, h) !=
+                          ring_model_owner(list, s.consumers_count, h);
+        }
+    }
+    CU_ASSERT_EQUAL(mismatches, 0);
+    for (int i = 0; i < MAXC; i++)
+        free(cons[i].ring_points);
+    free(s.ring);
+}
+
 static void test_replay_key_counts(void)
 {
     subscription_t s = {0};
@@ -791,6 +862,8 @@ static void register_suites(void)
     CU_add_test(s, "read buffer back to its size after a burst", test_read_buffer_back_after_burst);
     CU_add_test(s, "writes in slices per loop iteration", test_write_slices);
     CU_add_test(s, "traffic drain: only what moved", test_traffic_drain);
+    CU_add_test(s, "Key_Shared ring owner as defined, as consumers come and go",
+                test_key_shared_ring_owner);
 }
 
 int main(int argc, char **argv)
