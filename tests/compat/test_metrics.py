@@ -224,3 +224,32 @@ def test_entry_cache_metrics_follow_reads(quire):
     producer.close()
     consumer.close()
     client.close()
+
+
+def test_labels_escaped_and_topics_counted_per_namespace(quire):
+    """Label values with a quote, a backslash and a newline come back intact through
+    Prometheus' parser; pulsar_topics_count counts each namespace's topics once."""
+    import requests
+
+    ns = f"public/m{uuid.uuid4().hex[:6]}"
+    r = requests.put(f"{quire.web_url}/admin/v2/namespaces/{ns}", timeout=10)
+    assert r.status_code in (204, 200), r.text
+    client = new_client(quire.service_url)
+    try:
+        topics = [f"persistent://{ns}/t{i}" for i in range(3)]
+        for t in topics:
+            client.create_producer(t).send(b"x")
+        sub = 'sub"q\\b'
+        name = 'cons"q\\b\nline'
+        client.subscribe(topics[0], sub, consumer_name=name)
+        time.sleep(1.5)
+        fams = _families(quire.web_url)
+        t0 = dict(topic=topics[0], namespace=ns, cluster="standalone")
+        assert _value(fams, "pulsar_subscription_back_log", subscription=sub, **t0) == 0
+        assert _value(fams, "pulsar_consumer_available_permits", subscription=sub,
+                      consumer_name=name, **t0) > 0
+        assert _value(fams, "pulsar_topics_count", namespace=ns, cluster="standalone") == 3
+        per_ns = [s.labels["namespace"] for s in fams["pulsar_topics_count"].samples]
+        assert len(per_ns) == len(set(per_ns)), per_ns  # one sample per namespace
+    finally:
+        client.close()
