@@ -132,11 +132,5 @@ void admin_metrics_get(admin_req_t *req)
         admin_reply_error(req, 503, "The service is stopping");
         return;
     }
-    size_t len = 0;
-    char *text = admin_metrics_render(req->a->metrics, &len);
-    if (!text) {
-        admin_reply_error(req, 503, "Out of memory");
-        return;
-    }
-    admin_reply_raw(req, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+    admin_metrics_serve(req->a->metrics, req);
 }

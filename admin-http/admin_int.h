@@ -79,7 +79,7 @@ struct admin_req {
     int rc;
     int n;
     bool flag;
-    int64_t i64; /* a number from the path or query (admin_messages.c) */
+    int64_t i64;                     /* a number from the path or query (admin_messages.c) */
     const char *partitioned_refusal; /* 405 reason when the topic is partitioned */
     topic_name_t tn;
     char role[256]; /* the authenticated role (http_auth.c); "" without authentication */
@@ -229,5 +229,9 @@ void admin_metrics_sub_rates(admin_metrics_t *m, const char *topic, const char *
                              double *msg_out, double *bytes_out);
 /* The Prometheus text (version 0.0.4) of the broker now: malloc'd, *len. */
 char *admin_metrics_render(admin_metrics_t *m, size_t *len);
+/* Answers a GET /metrics: the snapshot is taken now, on the loop; the text is
+ * rendered on the metrics thread and the answer given from the loop (inline
+ * when that thread is missing or has scrapes queued). */
+void admin_metrics_serve(admin_metrics_t *m, admin_req_t *req);
 
 #endif

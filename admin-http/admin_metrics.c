@@ -28,6 +28,7 @@
 
 #include "admin-http/admin_int.h"
 #include "admin-http/metrics_series.h"
+#include "common/exec.h"
 #include "common/hashmap.h"
 #include "common/heap.h"
 #include "common/log.h"
@@ -37,6 +38,7 @@
 
 struct admin_metrics {
     admin_service_t *a;
+    qexec_t *exec; /* renders scrapes off the loop (NULL: on the loop) */
     ev_timer timer;
     mseries_t *series; /* "topic" or "topic\x1fsub" */
 };
@@ -82,6 +84,10 @@ admin_metrics_t *admin_metrics_new(admin_service_t *a)
         free(m);
         return NULL;
     }
+    /* One thread, a few scrapes queued: more are rendered on the loop. */
+    m->exec = qexec_new(a->loop, "metrics", 1, 4);
+    if (!m->exec)
+        log_warn("admin", "metrics: no thread to render scrapes: they run on the loop");
     ev_timer_init(&m->timer, metrics_tick, 0.0, METRICS_INTERVAL_S);
     m->timer.data = m;
     ev_timer_start(a->loop, &m->timer);
@@ -93,6 +99,8 @@ void admin_metrics_free(admin_metrics_t *m)
 {
     if (!m)
         return;
+    if (m->exec)
+        qexec_free(m->exec); /* renders and answers the scrapes still queued */
     ev_ref(m->a->loop);
     ev_timer_stop(m->a->loop, &m->timer);
     mseries_free(m->series);
@@ -554,13 +562,11 @@ static void render_process(FILE *f)
 
 /* BookKeeper's names for the in-process bookie (its OpStats are summaries:
  * count and sum, success="true"). */
-static void render_bookie(FILE *f, const admin_service_t *a)
+static void render_bookie(FILE *f, const bookie_stats_t *stp)
 {
-    if (!a->bookie_stats)
+    if (!stp)
         return;
-    bookie_stats_t st;
-    memset(&st, 0, sizeof st);
-    a->bookie_stats(a->bookie_stats_arg, &st);
+    const bookie_stats_t st = *stp;
     fprintf(f,
             "# HELP bookie_journal_JOURNAL_SYNC Journal fdatasync calls and their time (ms).\n"
             "# TYPE bookie_journal_JOURNAL_SYNC summary\n"
@@ -624,24 +630,60 @@ static void render_bookie(FILE *f, const admin_service_t *a)
             (unsigned long long)st.gc_compacted_bytes, (unsigned long long)st.gc_logs_freeing);
 }
 
-char *admin_metrics_render(admin_metrics_t *m, size_t *len)
+/* What one scrape prints, taken on the loop (metrics_job_take); the text is
+ * rendered from it alone (metrics_job_render), on the metrics thread. */
+typedef struct metrics_job {
+    admin_req_t *req; /* NULL when rendered inline */
+    snapshot_t sn;
+    broker_admin_counts_t counts;
+    bookie_stats_t bookie;
+    bool has_bookie;
+    char cluster[sizeof((admin_service_t *)0)->cluster];
+    char *out; /* the text, or NULL (out of memory) */
+    size_t len;
+} metrics_job_t;
+
+static void metrics_job_free(metrics_job_t *j)
 {
-    snapshot_t sn = {.m = m};
-    broker_admin_topics(m->a->broker, snap_topic, &sn);
-    char *out = NULL;
-    FILE *f = open_memstream(&out, len);
-    if (f)
-        __fsetlocking(f, FSETLOCKING_BYCALLER); /* this thread only: no lock per call */
-    if (!f || sn.oom) {
-        if (f)
-            fclose(f);
-        free(out);
-        snapshot_free(&sn);
+    snapshot_free(&j->sn);
+    free(j->out);
+    free(j);
+}
+
+static metrics_job_t *metrics_job_take(admin_metrics_t *m)
+{
+    metrics_job_t *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->sn.m = m;
+    broker_admin_topics(m->a->broker, snap_topic, &j->sn);
+    j->sn.m = NULL; /* the render never reads the service */
+    broker_admin_counts(m->a->broker, &j->counts);
+    if (m->a->bookie_stats) {
+        m->a->bookie_stats(m->a->bookie_stats_arg, &j->bookie);
+        j->has_bookie = true;
+    }
+    snprintf(j->cluster, sizeof j->cluster, "%s", m->a->cluster);
+    if (j->sn.oom) {
+        metrics_job_free(j);
         return NULL;
     }
-    const char *cl = m->a->cluster;
-    broker_admin_counts_t counts;
-    broker_admin_counts(m->a->broker, &counts);
+    return j;
+}
+
+/* Any thread: reads only the job. */
+static void metrics_job_render(void *arg)
+{
+    metrics_job_t *j = arg;
+    const snapshot_t sn = j->sn;
+    const broker_admin_counts_t counts = j->counts;
+    size_t *len = &j->len;
+    char *out = NULL;
+    FILE *f = open_memstream(&out, len);
+    if (!f)
+        return;
+    __fsetlocking(f, FSETLOCKING_BYCALLER); /* this thread only: no lock per call */
+    const char *cl = j->cluster;
 
     /* Namespace level: topics per namespace. */
     fputs("# HELP pulsar_topics_count Number of loaded topics\n"
@@ -661,8 +703,7 @@ char *admin_metrics_render(admin_metrics_t *m, size_t *len)
     if (!per_ns) {
         fclose(f);
         free(out);
-        snapshot_free(&sn);
-        return NULL;
+        return;
     }
     for (size_t i = 0; i < sn.ntopics; i++) {
         uintptr_t n = (uintptr_t)qmap_get(per_ns, sn.topics[i].ns);
@@ -805,8 +846,53 @@ char *admin_metrics_render(admin_metrics_t *m, size_t *len)
     }
     render_topic_buckets(f, &sn);
     render_process(f);
-    render_bookie(f, m->a);
-    fclose(f);
-    snapshot_free(&sn);
+    render_bookie(f, j->has_bookie ? &j->bookie : NULL);
+    if (fclose(f) != 0) {
+        free(out);
+        return;
+    }
+    j->out = out;
+}
+
+char *admin_metrics_render(admin_metrics_t *m, size_t *len)
+{
+    metrics_job_t *j = metrics_job_take(m);
+    if (!j)
+        return NULL;
+    metrics_job_render(j);
+    char *out = j->out;
+    *len = j->len;
+    j->out = NULL;
+    metrics_job_free(j);
     return out;
+}
+
+static void metrics_job_reply(metrics_job_t *j)
+{
+    if (j->out)
+        admin_reply_raw(j->req, 200, "text/plain; version=0.0.4; charset=utf-8", j->out, j->len);
+    else
+        admin_reply_error(j->req, 503, "Out of memory");
+    j->out = NULL; /* taken */
+}
+
+static void metrics_job_done(void *arg)
+{
+    metrics_job_t *j = arg;
+    metrics_job_reply(j);
+    metrics_job_free(j);
+}
+
+void admin_metrics_serve(admin_metrics_t *m, admin_req_t *req)
+{
+    metrics_job_t *j = metrics_job_take(m);
+    if (!j) {
+        admin_reply_error(req, 503, "Out of memory");
+        return;
+    }
+    j->req = req;
+    if (m->exec && qexec_submit(m->exec, metrics_job_render, metrics_job_done, j) == 0)
+        return;            /* answered from metrics_job_done */
+    metrics_job_render(j); /* no thread, or scrapes queued: here */
+    metrics_job_done(j);
 }

@@ -564,11 +564,13 @@ void admin_service_stop(admin_service_t *a)
     if (!a || a->stopping)
         return;
     a->stopping = true;
+    a->in_flight++; /* scrapes answered below must not free a under us */
     admin_metrics_free(a->metrics); /* the sampler reads the broker: stop it now */
     a->metrics = NULL;
     http_server_free(a->http);
     a->http = NULL;
     admin_https_stop(a);
+    a->in_flight--;
     admin_maybe_free(a);
 }
 

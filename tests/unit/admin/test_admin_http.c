@@ -366,7 +366,7 @@ static void svc_start(svc_t *v)
 
 static void svc_stop(svc_t *v)
 {
-    admin_service_stop(v->admin);
+    admin_service_stop(v->admin); /* NULL: stopped already */
     broker_free(v->broker);
     md_store_close(v->md);
     qconfig_free(v->conf);
@@ -445,8 +445,65 @@ static void test_service_resources(void)
     svc_stop(&v);
 }
 
+/* Scrapes are rendered on the metrics thread: ten at once (more than its queue
+ * of four: the rest are rendered on the loop) all get the whole text; scrapes
+ * still queued when the service stops are answered or dropped, never leaked or
+ * touched after the service is gone (ASan). */
+static void test_metrics_scrapes_concurrent_and_at_stop(void)
+{
+    enum { N = 10 };
+    svc_t v;
+    svc_start(&v);
+    const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = client_connect(v.port);
+        client_send(fds[i], req);
+    }
+    reply_t *r = calloc(1, sizeof *r);
+    TEST_REQUIRE(r != NULL);
+    int ok = 0;
+    for (int i = 0; i < N; i++) {
+        client_read(v.loop, fds[i], r, 1, 5.0);
+        int status = 0;
+        sscanf(r->buf, "HTTP/1.1 %d", &status);
+        ok += status == 200 && strstr(r->buf, "process_resident_memory_bytes ") != NULL &&
+              strstr(r->buf, "quire_process_heap_bytes") != NULL;
+        close(fds[i]);
+    }
+    CU_ASSERT_EQUAL(ok, N);
+    for (int i = 0; i < N; i++) {
+        fds[i] = client_connect(v.port);
+        client_send(fds[i], req);
+    }
+    /* A few loop iterations: accepted and read (the scrapes handed to the
+     * thread), not all answered yet: those are answered by the stop (without
+     * the stop's own hold on the service, that freed it under the stop: a
+     * use-after-free ASan reported here). */
+    for (int k = 0; k < 4; k++)
+        ev_run(v.loop, EVRUN_NOWAIT);
+    admin_service_stop(v.admin);
+    v.admin = NULL;
+    int answered = 0, bad = 0;
+    for (int i = 0; i < N; i++) {
+        ssize_t n = recv(fds[i], r->buf, sizeof r->buf - 1, MSG_DONTWAIT);
+        if (n > 0) {
+            r->buf[n] = '\0';
+            answered++;
+            bad += strncmp(r->buf, "HTTP/1.1 200", 12) != 0;
+        }
+        close(fds[i]);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(answered <= N);
+    free(r);
+    svc_stop(&v);
+}
+
 void admin_register_service_suite(void)
 {
     CU_pSuite s = CU_add_suite("admin_service", NULL, NULL);
     CU_add_test(s, "clusters, tenants, namespaces, policies", test_service_resources);
+    CU_add_test(s, "metrics scrapes: concurrent, and queued at stop",
+                test_metrics_scrapes_concurrent_and_at_stop);
 }
