@@ -608,7 +608,7 @@ int bookie_add_recovery(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64
 #define READ_POS_NONE UINT64_MAX
 typedef struct read_loc {
     uint32_t log_id;
-    uint32_t length; /* known (READ_POS_NONE), else the ledger's average */
+    uint32_t length; /* known (READ_POS_NONE), else the ledger's largest */
     uint64_t pos;
     uint64_t offset; /* READ_POS_NONE only */
 } read_loc_t;
@@ -751,7 +751,7 @@ static qbuf_t *bookie_read_lookup(bookie_t *bk, const ledger_t *l, int64_t entry
     idx_ref_t ref;
     if (ledger_index_find(l, entry_id, &ref)) {
         *loc = (read_loc_t){
-            .log_id = ref.log_id, .length = ledger_index_avg_length(l), .pos = ref.pos};
+            .log_id = ref.log_id, .length = ledger_index_max_length(l), .pos = ref.pos};
         *on_disk = true;
     }
     return NULL;

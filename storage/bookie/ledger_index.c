@@ -156,7 +156,8 @@ static int64_t run_at_or_before(const ledger_t *l, int64_t entry_id)
 static bool runs_join(const idx_run_t *a, const idx_run_t *b)
 {
     return a->log_id == b->log_id && run_end(a) == b->first &&
-           a->pos + (uint64_t)a->count * REC == b->pos;
+           a->pos + (uint64_t)a->count * REC == b->pos &&
+           (uint64_t)a->count + b->count <= UINT32_MAX;
 }
 
 /* Room for n more runs. */
@@ -198,7 +199,7 @@ int ledger_index_put(ledger_t *l, int64_t entry_id, uint32_t log_id, uint64_t po
     assert(!l->deleted);
     idx_run_t one = {.first = entry_id, .pos = pos, .count = 1, .log_id = log_id};
     idx_run_t *last = l->nruns ? &l->runs[l->nruns - 1] : NULL;
-    if (last && runs_join(last, &one) && last->count < UINT32_MAX) { /* the usual append */
+    if (last && runs_join(last, &one)) { /* the usual append */
         last->count++;
     } else if (!last || entry_id >= run_end(last)) {
         if (runs_reserve(l, 1))
@@ -234,8 +235,8 @@ int ledger_index_put(ledger_t *l, int64_t entry_id, uint32_t log_id, uint64_t po
         runs_merge_prev(l, at + 1);
         runs_merge_prev(l, at);
     }
-    l->put_bytes += length;
-    l->puts++;
+    if (length > l->max_length)
+        l->max_length = length;
     return 0;
 }
 
@@ -254,9 +255,9 @@ int64_t ledger_index_last(const ledger_t *l)
     return l->nruns ? run_end(&l->runs[l->nruns - 1]) - 1 : -1;
 }
 
-uint32_t ledger_index_avg_length(const ledger_t *l)
+uint32_t ledger_index_max_length(const ledger_t *l)
 {
-    return l->puts ? (uint32_t)(l->put_bytes / l->puts) : 4096u;
+    return l->max_length;
 }
 
 /* ------------------------------------------------------------ meta file -- */

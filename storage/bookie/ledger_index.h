@@ -78,9 +78,9 @@ typedef struct ledger {
     struct ledger *dirty_prev, *dirty_next;
     idx_run_t *runs;
     uint32_t nruns, cap;
-    /* Payload bytes and entries indexed (re-adds counted again): the average
-     * size a read is assumed to have before its idx record is read. */
-    uint64_t put_bytes, puts;
+    /* The largest payload indexed: what a read is counted as before its idx
+     * record gives its length (the bound on reads in flight then holds). */
+    uint32_t max_length;
 } ledger_t;
 
 /* The dirty list holds exactly the ledgers with dirty set, so a checkpoint
@@ -112,8 +112,8 @@ int ledger_index_put(ledger_t *l, int64_t entry_id, uint32_t log_id, uint64_t po
 bool ledger_index_find(const ledger_t *l, int64_t entry_id, idx_ref_t *out);
 /* Highest entry id in the index, or -1. */
 int64_t ledger_index_last(const ledger_t *l);
-/* The average payload of the entries put (4 KiB before any). */
-uint32_t ledger_index_avg_length(const ledger_t *l);
+/* The largest payload put (0 before any). */
+uint32_t ledger_index_max_length(const ledger_t *l);
 
 /* Encodes the ledger's metadata as one ledgers.meta record into out[48]. */
 void ledger_meta_encode(const ledger_t *l, uint8_t *out);

@@ -51,7 +51,11 @@ static void test_index_append_one_run(void)
     idx_ref_t r;
     CU_ASSERT_FALSE(ledger_index_find(l, 100000, &r));
     CU_ASSERT_FALSE(ledger_index_find(l, -1, &r));
-    CU_ASSERT_EQUAL(ledger_index_avg_length(l), 100);
+    CU_ASSERT_EQUAL(ledger_index_max_length(l), 100);
+    TEST_REQUIRE(ledger_index_put(l, 5, 9, 0, 70000) == 0); /* a re-add, larger */
+    CU_ASSERT_EQUAL(ledger_index_max_length(l), 70000);
+    TEST_REQUIRE(ledger_index_put(l, 5, 3, 4096 + 5 * REC, 100) == 0); /* back: one run */
+    CU_ASSERT_EQUAL(l->nruns, 1);
     /* The next flush's records in another file, then a gap in the ids. */
     for (int64_t e = 100000; e < 100010; e++)
         TEST_REQUIRE(ledger_index_put(l, e, 4, (uint64_t)(e - 100000) * REC, 100) == 0);
@@ -244,6 +248,50 @@ static void test_index_damaged_idx_record(void)
     free(dir);
 }
 
+typedef struct li_reads {
+    int done, ok;
+} li_reads_t;
+
+static void li_read_cb(int rc, int64_t l, int64_t e, qbuf_t *data, int64_t lac, void *arg)
+{
+    (void)lac;
+    li_reads_t *st = arg;
+    st->done++;
+    st->ok += rc == 0 && data && bt_check(l, e, data, e == 20 ? 60000 : 1000);
+}
+
+/* A read's length is known only once its idx record is read: it counts as
+ * the largest entry of its ledger against the bytes in flight, so the bound
+ * holds for a ledger of mixed sizes (counted as the average, 20 reads of
+ * 1,000-byte entries would all go at once beside a 60,000-byte one). */
+static void test_index_reads_counted_as_largest(void)
+{
+    char *dir = bt_dir("bk-rlargest");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.read_cache_bytes = 0;
+    cfg.read_bytes_inflight_max = 100000;
+    bookie_t *bk = bt_open(&cfg);
+    for (int64_t e = 0; e <= 20; e++)
+        TEST_REQUIRE(bt_add(bk, 12, e, e - 1, e == 20 ? 60000 : 1000) == 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg); /* everything in the index, nothing in the write cache */
+    bookie_stats_t b0, b1;
+    bookie_get_stats(bk, &b0);
+    li_reads_t st = {0};
+    for (int64_t e = 0; e < 20; e++)
+        CU_ASSERT_EQUAL(bookie_read(bk, 12, e, li_read_cb, &st), 0);
+    bookie_get_stats(bk, &b1);
+    CU_ASSERT_TRUE(b1.reads_waited - b0.reads_waited >= 18); /* one at a time */
+    for (int i = 0; i < 1000 && st.done < 20; i++)
+        test_run_for(bt_loop, 0.01);
+    CU_ASSERT_EQUAL(st.done, 20);
+    CU_ASSERT_EQUAL(st.ok, 20);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 void bookie_index_register(void)
 {
     CU_pSuite s = CU_add_suite("bookie index", NULL, NULL);
@@ -255,4 +303,6 @@ void bookie_index_register(void)
     CU_add_test(s, "a ledger's entries of one flush are one run; read back after reopen",
                 test_index_bookie_runs_per_flush);
     CU_add_test(s, "a damaged idx record fails the read", test_index_damaged_idx_record);
+    CU_add_test(s, "a read counts as its ledger's largest entry in flight",
+                test_index_reads_counted_as_largest);
 }
