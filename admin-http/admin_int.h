@@ -228,7 +228,6 @@ void admin_metrics_topic_rates(admin_metrics_t *m, const char *topic, double *ms
 void admin_metrics_sub_rates(admin_metrics_t *m, const char *topic, const char *sub,
                              double *msg_out, double *bytes_out);
 /* The Prometheus text (version 0.0.4) of the broker now: malloc'd, *len. */
-char *admin_metrics_render(admin_metrics_t *m, size_t *len);
 /* Answers a GET /metrics: the snapshot is taken now, on the loop; the text is
  * rendered on the metrics thread and the answer given from the loop (inline
  * when that thread is missing or has scrapes queued). */

@@ -148,21 +148,20 @@ static void put_label(FILE *f, const char *name, const char *value)
     fputc('"', f);
 }
 
-/* The labels of a series, rendered once per topic or subscription: a
+/* The labels of a series, rendered once per topic or subscription (a
  * /metrics with 100 topics printed them some 5,000 times, a character at a
- * time. NULL if out of memory. */
-static char *labels_render(const char *n1, const char *v1, const char *n2, const char *v2,
-                           const char *n3, const char *v3)
+ * time): open ('{' to start the set, ',' to add to it), then name="value"
+ * pairs. NULL if out of memory. */
+static char *labels_render(char open, int n, const char *const *names, const char *const *values)
 {
     char *out = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&out, &len);
     if (!f)
         return NULL;
-    const char *names[3] = {n1, n2, n3}, *values[3] = {v1, v2, v3};
-    for (int i = 0; i < 3 && names[i]; i++) {
-        fputc(i == 0 && n1[0] != ',' ? '{' : ',', f);
-        put_label(f, names[i][0] == ',' ? names[i] + 1 : names[i], values[i]);
+    for (int i = 0; i < n; i++) {
+        fputc(i == 0 ? open : ',', f);
+        put_label(f, names[i], values[i]);
     }
     if (fclose(f) != 0) {
         free(out);
@@ -257,7 +256,7 @@ static void snap_sub(const broker_admin_subscription_view_t *v, void *arg)
     sub_rec_t *s = &sn->subs[sn->nsubs++];
     *s = (sub_rec_t){sn->ntopics - 1,
                      strdup(v->name),
-                     labels_render(",subscription", v->name, NULL, NULL, NULL, NULL),
+                     labels_render(',', 1, (const char *const[]){"subscription"}, &v->name),
                      v->backlog_entries,
                      v->unacked_messages,
                      0,
@@ -280,8 +279,8 @@ static void snap_topic(const broker_admin_topic_view_t *v, void *arg)
     t->name = strdup(v->name);
     t->ns = topic_namespace(v->name);
     if (t->name && t->ns)
-        t->labels =
-            labels_render("cluster", sn->m->a->cluster, "namespace", t->ns, "topic", t->name);
+        t->labels = labels_render('{', 3, (const char *const[]){"cluster", "namespace", "topic"},
+                                  (const char *const[]){sn->m->a->cluster, t->ns, t->name});
     t->c[0] = v->msg_in;
     t->c[1] = v->bytes_in;
     t->c[2] = v->msg_out;
@@ -852,19 +851,6 @@ static void metrics_job_render(void *arg)
         return;
     }
     j->out = out;
-}
-
-char *admin_metrics_render(admin_metrics_t *m, size_t *len)
-{
-    metrics_job_t *j = metrics_job_take(m);
-    if (!j)
-        return NULL;
-    metrics_job_render(j);
-    char *out = j->out;
-    *len = j->len;
-    j->out = NULL;
-    metrics_job_free(j);
-    return out;
 }
 
 static void metrics_job_reply(metrics_job_t *j)
