@@ -254,8 +254,48 @@ static int row_has_child(md_db_t *d, const char *path, bool *has)
     return (src == SQLITE_ROW || src == SQLITE_DONE) ? 0 : db_fail(d, src, "look for children");
 }
 
+/* ------------------------------------------------------ known rows -- */
+
+static size_t known_slot(const char *path)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+        h = (h ^ *c) * 16777619u;
+    return h % MD_KNOWN_SLOTS;
+}
+
+static bool known_has(const md_db_t *d, const char *path)
+{
+    const char *k = d->known[known_slot(path)];
+    return k && strcmp(k, path) == 0;
+}
+
+/* Records that a row exists at path (a failed copy only forgets). */
+static void known_add(md_db_t *d, const char *path)
+{
+    char **slot = &d->known[known_slot(path)];
+    if (*slot && strcmp(*slot, path) == 0)
+        return;
+    if (*slot)
+        d->n_known--;
+    free(*slot);
+    *slot = strdup(path);
+    d->n_known += *slot != NULL;
+}
+
+static void known_clear(md_db_t *d)
+{
+    for (size_t i = 0; d->n_known && i < MD_KNOWN_SLOTS; i++)
+        if (d->known[i]) {
+            free(d->known[i]);
+            d->known[i] = NULL;
+            d->n_known--;
+        }
+}
+
 static int row_delete(md_db_t *d, const char *path)
 {
+    known_clear(d);
     sqlite3_bind_text(d->del, 1, path, -1, SQLITE_STATIC);
     return stmt_run(d, d->del, "delete key");
 }
@@ -298,19 +338,35 @@ static void events_drop(md_op_t *op)
 /* -------------------------------------------------------- tree upkeep -- */
 
 /* Makes sure every ancestor of a new row at child (whose parent is p) has a
- * row (I1), inserting implicit ones as needed: each insert is ignored when
- * the row exists, and then so do all rows above it (I1 again). */
+ * row (I1), inserting implicit ones as needed, from p upwards: the first one
+ * found (remembered in d->known, or read) ends the walk, as every row above
+ * it has one too (I1 again). */
 static int tree_add_ancestors(md_db_t *d, md_op_t *op, const char *p, int64_t now)
 {
     char cur[MD_PATH_MAX + 1], up[MD_PATH_MAX + 1];
     snprintf(cur, sizeof cur, "%s", p);
     while (strcmp(cur, "/") != 0) {
+        if (known_has(d, cur))
+            return 0;
+        /* A read first: an "INSERT OR IGNORE" refused by the primary key
+         * costs more. */
+        sqlite3_bind_text(d->exists, 1, cur, -1, SQLITE_STATIC);
+        int src = sqlite3_step(d->exists);
+        stmt_reset(d->exists);
+        if (src == SQLITE_ROW) {
+            known_add(d, cur);
+            return 0;
+        }
+        if (src != SQLITE_DONE)
+            return db_fail(d, src, "look for a parent");
         md_path_parent(cur, up);
         sqlite3_stmt *st = d->insert_implicit;
         sqlite3_bind_text(st, 1, cur, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, up, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, now);
         int rc = stmt_run(d, st, "insert implicit key");
+        if (!rc)
+            known_add(d, cur);
         if (rc || sqlite3_changes(d->db) == 0)
             return rc;
         rc = event_add(d, op, MD_WATCH_CHILDREN, up);
@@ -552,6 +608,7 @@ static int exec_delete_recursive(md_db_t *d, md_op_t *op)
     int rc = subtree_events(d, op, lo, hi);
     if (rc)
         return rc;
+    known_clear(d);
     sqlite3_bind_text(d->del_subtree, 1, lo, -1, SQLITE_STATIC);
     sqlite3_bind_text(d->del_subtree, 2, hi, -1, SQLITE_STATIC);
     rc = stmt_run(d, d->del_subtree, "delete subtree");
@@ -666,6 +723,7 @@ int md_db_commit(md_db_t *d)
 
 void md_db_rollback(md_db_t *d)
 {
+    known_clear(d); /* rows this transaction inserted are gone */
     if (!sqlite3_get_autocommit(d->db))
         sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
 }
@@ -678,6 +736,7 @@ static const struct {
 } md_statements[] = {
     {offsetof(md_db_t, get), "SELECT value, version, created_ms, modified_ms, ephemeral_owner,"
                              " implicit FROM keys WHERE path = ?1"},
+    {offsetof(md_db_t, exists), "SELECT 1 FROM keys WHERE path = ?1"},
     {offsetof(md_db_t, insert),
      "INSERT INTO keys (path, parent, value, version, created_ms, modified_ms,"
      " ephemeral_owner, implicit) VALUES (?1, ?2, ?3, 0, ?4, ?4, ?5, ?6)"},
@@ -839,6 +898,7 @@ int md_db_open(md_db_t *d, const char *path)
 
 void md_db_close(md_db_t *d)
 {
+    known_clear(d);
     if (d->db)
         for (size_t i = 0; i < MD_N_STATEMENTS; i++)
             sqlite3_finalize(*stmt_slot(d, i));

@@ -667,6 +667,25 @@ static void test_group_with_failed_cas(void)
 }
 
 /* Runs one put inside the open transaction; returns md_db_exec's result. */
+/* A worker-side handle on a new database in a temporary directory (returned,
+ * for db_close_tmp). */
+static char *db_open_tmp(md_db_t *d)
+{
+    char *dir = test_tmpdir("meta");
+    TEST_REQUIRE(dir != NULL);
+    char path[512];
+    snprintf(path, sizeof path, "%s/m.db", dir);
+    TEST_REQUIRE(md_db_open(d, path) == 0);
+    return dir;
+}
+
+static void db_close_tmp(md_db_t *d, char *dir)
+{
+    md_db_close(d);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static int db_put(md_db_t *d, const char *path, md_op_t *op)
 {
     *op = (md_op_t){.kind = MD_OP_PUT,
@@ -694,12 +713,8 @@ static bool db_has(md_db_t *d, const char *path)
  * itself, the operation's first write. */
 static void test_half_written_fails_batch(void)
 {
-    char *dir = test_tmpdir("meta");
-    TEST_REQUIRE(dir != NULL);
-    char path[512];
-    snprintf(path, sizeof path, "%s/h.db", dir);
     md_db_t d;
-    TEST_REQUIRE(md_db_open(&d, path) == 0);
+    char *dir = db_open_tmp(&d);
     TEST_REQUIRE(sqlite3_exec(d.db,
                               "CREATE TEMP TRIGGER fail_x BEFORE INSERT ON keys"
                               " WHEN NEW.path IN ('/x/a', '/y/z')"
@@ -734,9 +749,119 @@ static void test_half_written_fails_batch(void)
     md_op_free_results(&b);
     md_op_free_results(&c);
 
-    md_db_close(&d);
-    test_rm_rf(dir);
-    free(dir);
+    db_close_tmp(&d, dir);
+}
+
+/* Rows in the table that break invariant I1 (a row whose parent has no row)
+ * or I2 (an implicit row without children). */
+static int db_broken_rows(md_db_t *d)
+{
+    sqlite3_stmt *st = NULL;
+    TEST_REQUIRE(
+        sqlite3_prepare_v2(d->db,
+                           "SELECT (SELECT count(*) FROM keys k WHERE k.parent != '/'"
+                           " AND NOT EXISTS (SELECT 1 FROM keys p WHERE p.path = k.parent))"
+                           " + (SELECT count(*) FROM keys k WHERE k.implicit = 1"
+                           " AND NOT EXISTS (SELECT 1 FROM keys c WHERE c.parent = k.path))",
+                           -1, &st, NULL) == SQLITE_OK);
+    TEST_REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+    int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* Runs op alone in a transaction, committed or (rollback) rolled back. */
+static int db_exec_one(md_db_t *d, md_op_t *op, bool rollback)
+{
+    TEST_REQUIRE(md_db_begin(d) == 0);
+    int rc = md_db_exec(d, op);
+    if (rollback || rc)
+        md_db_rollback(d);
+    else
+        CU_ASSERT_EQUAL(md_db_commit(d), 0);
+    md_op_free_results(op);
+    return rc ? rc : op->rc;
+}
+
+#define TREE_PATHS 39 /* "/a".."/c/c/c": three names, depth 1 to 3 */
+
+static void tree_path(int i, char *out)
+{
+    int depth = i < 3 ? 1 : i < 12 ? 2 : 3, k = i < 3 ? i : i < 12 ? i - 3 : i - 12;
+    char *o = out;
+    for (int l = depth - 1; l >= 0; l--) {
+        int div = l == 2 ? 9 : l == 1 ? 3 : 1;
+        *o++ = '/';
+        *o++ = (char)('a' + (k / div) % 3);
+    }
+    *o = '\0';
+}
+
+static bool under(const char *path, const char *top)
+{
+    size_t n = strlen(top);
+    return strncmp(path, top, n) == 0 && path[n] == '/';
+}
+
+/* Random puts, deletes, recursive deletes and rolled-back puts over a small
+ * tree, against a model of the keys: every key reads as the model says, and
+ * the table keeps invariants I1 and I2 throughout. The worker's memory of
+ * rows that exist (md_db_t.known) must forget what deletes and rollbacks
+ * remove: a put under a parent it still believed in would leave the parent
+ * without a row (I1) and out of its own parent's listing. */
+static void test_tree_against_model(void)
+{
+    md_db_t d;
+    char *dir = db_open_tmp(&d);
+    bool model[TREE_PATHS] = {0};
+    char paths[TREE_PATHS][8];
+    for (int i = 0; i < TREE_PATHS; i++)
+        tree_path(i, paths[i]);
+    unsigned seed = 2026;
+    for (int step = 0; step < 3000; step++) {
+        int i = rand_r(&seed) % TREE_PATHS, what = rand_r(&seed) % 8;
+        md_op_t op = {.path = paths[i], .value = "v", .len = 1, .expected_version = MD_VERSION_ANY};
+        if (what < 4) { /* put */
+            op.kind = MD_OP_PUT;
+            CU_ASSERT_EQUAL(db_exec_one(&d, &op, false), 0);
+            model[i] = true;
+        } else if (what == 4) { /* put, rolled back */
+            op.kind = MD_OP_PUT;
+            CU_ASSERT_EQUAL(db_exec_one(&d, &op, true), 0);
+        } else if (what < 7) { /* delete */
+            bool below = false;
+            for (int j = 0; j < TREE_PATHS; j++)
+                below |= model[j] && under(paths[j], paths[i]);
+            op.kind = MD_OP_DELETE;
+            int want = !model[i] ? QE_NOT_FOUND : below ? QE_NOT_EMPTY : 0;
+            CU_ASSERT_EQUAL(db_exec_one(&d, &op, false), want);
+            if (want == 0)
+                model[i] = false;
+        } else { /* recursive delete */
+            op.kind = MD_OP_DELETE_RECURSIVE;
+            CU_ASSERT_EQUAL(db_exec_one(&d, &op, false), 0);
+            for (int j = 0; j < TREE_PATHS; j++)
+                if (j == i || under(paths[j], paths[i]))
+                    model[j] = false;
+        }
+        CU_ASSERT_EQUAL(db_broken_rows(&d), 0);
+        if (step % 50 == 0)
+            for (int j = 0; j < TREE_PATHS; j++)
+                CU_ASSERT_EQUAL(db_has(&d, paths[j]), model[j]);
+    }
+    /* More parents than the worker remembers: each gets its row. */
+    char p[64];
+    for (int i = 0; i < 3 * (int)MD_KNOWN_SLOTS; i++) {
+        snprintf(p, sizeof p, "/w/%d/k", i);
+        md_op_t op = {.kind = MD_OP_PUT,
+                      .path = p,
+                      .value = "v",
+                      .len = 1,
+                      .expected_version = MD_VERSION_ANY};
+        CU_ASSERT_EQUAL(db_exec_one(&d, &op, false), 0);
+    }
+    CU_ASSERT_EQUAL(db_broken_rows(&d), 0);
+    db_close_tmp(&d, dir);
 }
 
 #define MANY_OPS 20000
@@ -1018,6 +1143,7 @@ static void register_suites(void)
     CU_add_test(s, "callback order", test_callback_order);
     CU_add_test(s, "refusals inside a group", test_group_with_failed_cas);
     CU_add_test(s, "half-written operation fails the batch", test_half_written_fails_batch);
+    CU_add_test(s, "tree against a model", test_tree_against_model);
     CU_add_test(s, "20000 puts, group commit", test_many_puts_group_commit);
     CU_add_test(s, "queue bound", test_queue_bound);
     CU_add_test(s, "close completes queued calls", test_close_completes_queued);
