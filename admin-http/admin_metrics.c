@@ -351,6 +351,13 @@ static void render_cache(FILE *f, const char *cl, const ml_cache_info_t *c)
          "Entries reads did not find in the entry cache (read from ledgers)", c->misses},
         {"quire_ml_cache_miss_bytes_total", "counter", "Bytes of the entries read from ledgers",
          c->miss_bytes},
+        {"quire_ml_reads_inflight_bytes", "gauge",
+         "Bytes reads from ledgers hold now (reserved or read, not yet handed over)",
+         c->reads_bytes},
+        {"quire_ml_reads_waiting", "gauge",
+         "Reads waiting for managedLedgerMaxReadsInFlightSizeInMB", c->reads_waiting},
+        {"quire_ml_reads_waited_total", "counter",
+         "Reads that waited for managedLedgerMaxReadsInFlightSizeInMB", c->reads_waited},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s{cluster=\"%s\"} %llu\n", rows[i].name,

@@ -292,7 +292,7 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         rc = ledger_client_add_bookie(sa->lc, sa->bk);
     int64_t cache_mb = 0;
     if (rc == 0 &&
-        qconfig_get_int(sa->conf, "managedLedgerCacheSizeMB", 256, 0, 1 << 20, &cache_mb) < 0) {
+        qconfig_get_int(sa->conf, "managedLedgerCacheSizeMB", 64, 0, 1 << 20, &cache_mb) < 0) {
         log_error("standalone", "managedLedgerCacheSizeMB: expected a whole number");
         return QE_INVALID;
     }
@@ -307,6 +307,14 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         rc = ml_factory_new(sa->loop, sa->md, sa->lc, (uint64_t)cache_mb << 20, &sa->mlf);
     if (rc == 0)
         ml_factory_set_cache_age(sa->mlf, (double)cache_age_ms / 1000.0);
+    int64_t reads_mb = 0;
+    if (rc == 0 && qconfig_get_int(sa->conf, "managedLedgerMaxReadsInFlightSizeInMB", 32, 0,
+                                   1 << 20, &reads_mb) < 0) {
+        log_error("standalone", "managedLedgerMaxReadsInFlightSizeInMB: expected 0..1048576 MiB");
+        return QE_INVALID;
+    }
+    if (rc == 0)
+        ml_factory_set_reads_bytes_max(sa->mlf, (uint64_t)reads_mb << 20);
     (void)bcfg;
     if (rc < 0)
         log_error("standalone", "storage: %s", q_strerror(rc));

@@ -248,6 +248,11 @@ struct ml_factory {
     double cache_age_s;    /* 0: no age eviction */
     size_t trim_ticking;   /* managed ledgers it serves; it runs while > 0 */
     uint64_t reads_hit, reads_hit_bytes, reads_missed, reads_missed_bytes; /* ml_read.c */
+    /* the bound on bytes read from ledgers and not yet handed over (ml_read.c) */
+    uint64_t reads_bytes_max;           /* 0: none */
+    uint64_t reads_bytes;               /* reserved by ledger reads in flight + held */
+    ml_read_op_t *parked, *parked_tail; /* reads waiting for room, in call order */
+    uint64_t reads_parked, reads_parked_total;
 };
 
 struct managed_ledger {

@@ -105,7 +105,10 @@ void ml_factory_cache_info(const ml_factory_t *f, ml_cache_info_t *out)
                              .miss_bytes = f->reads_missed_bytes,
                              .evictions_size = st.evictions,
                              .evictions_read = st.evictions_read,
-                             .evictions_age = st.evictions_age};
+                             .evictions_age = st.evictions_age,
+                             .reads_bytes = f->reads_bytes,
+                             .reads_waiting = f->reads_parked,
+                             .reads_waited = f->reads_parked_total};
 }
 
 void ml_factory_set_cache_age(ml_factory_t *f, double seconds)
@@ -161,7 +164,7 @@ void ml_factory_free(ml_factory_t *f)
         qloop_mailbox_free(f->mb); /* runs what is still posted */
     if (f->mls)
         log_error("managed", "factory freed with managed ledger %s still open", f->mls->name);
-    assert(!f->mls && f->trim_ticking == 0);
+    assert(!f->mls && f->trim_ticking == 0 && !f->parked);
     ev_timer_stop(f->loop, &f->cache_timer);
     ml_cache_free(f->cache);
     qmap_free(f->by_name);

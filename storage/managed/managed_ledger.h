@@ -84,6 +84,13 @@ int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
  * managedLedgerCacheEvictionTimeThresholdMillis; 1 s by default, 0: no limit).
  * Independently, entries every open cursor has read are evicted at once. */
 void ml_factory_set_cache_age(ml_factory_t *f, double seconds);
+/* Bytes all reads from ledgers may hold at once (Pulsar's
+ * managedLedgerMaxReadsInFlightSizeInMB; 0, the factory's default: no bound). A
+ * read asking a ledger for entries reserves their size, by the ledger's
+ * average entry size, and then holds what came until its callback has run.
+ * A read that would pass the bound waits for others to finish (in call
+ * order), or, when it already holds entries, is answered with them. */
+void ml_factory_set_reads_bytes_max(ml_factory_t *f, uint64_t bytes);
 /* All managed ledgers must be closed first. */
 void ml_factory_free(ml_factory_t *f);
 /* The entry cache, for metrics: what it holds now, and since the factory was
@@ -93,6 +100,9 @@ typedef struct ml_cache_info {
     uint64_t hits, hit_bytes;
     uint64_t misses, miss_bytes;
     uint64_t evictions_size, evictions_read, evictions_age;
+    /* reads from ledgers: bytes held now (reserved or read), reads waiting
+     * now and ever for the bound (ml_factory_set_reads_bytes_max) */
+    uint64_t reads_bytes, reads_waiting, reads_waited;
 } ml_cache_info_t;
 void ml_factory_cache_info(const ml_factory_t *f, ml_cache_info_t *out);
 /* The ledger client the factory writes with (borrowed): for ledgers a user of

@@ -16,7 +16,9 @@
  *
  * Bounds: ML_READS_PENDING_MAX reads in flight per managed ledger (QE_BUSY),
  * ML_READ_ENTRIES_MAX entries per read; max_bytes, the entries asked of a
- * ledger by its average entry size, then what is handed back.
+ * ledger by its average entry size, then what is handed back; across the
+ * factory, f->reads_bytes_max bytes reserved for and held from ledger reads
+ * (reads wait in f->parked for room).
  */
 #include <assert.h>
 #include <errno.h>
@@ -30,6 +32,10 @@
 struct ml_read_op {
     managed_ledger_t *ml;
     ml_read_op_t *wait_next; /* in a handle's waiters while it opens */
+    ml_read_op_t *park_next; /* in f->parked while waiting for room */
+    /* the factory's read bound: reserved for the ledger read in flight, held
+     * from ledgers (both counted in f->reads_bytes); asked for when parked */
+    uint64_t reserved, held, asked;
     ml_pos_t next;
     size_t max_entries, max_bytes, bytes;
     ml_entry_t *entries; /* each data referenced */
@@ -44,6 +50,47 @@ struct ml_read_op {
 
 static void read_continue(ml_read_op_t *op);
 
+/* ------------------------------------------------------- read bound -- */
+
+static void bound_release(ml_factory_t *f, uint64_t *counted)
+{
+    assert(f->reads_bytes >= *counted);
+    f->reads_bytes -= *counted;
+    *counted = 0;
+}
+
+/* Room for `want` more bytes: always when nothing else is counted, so a read
+ * larger than the bound still goes, alone. */
+static bool bound_room(const ml_factory_t *f, uint64_t want)
+{
+    return !f->reads_bytes_max || f->reads_bytes == 0 ||
+           f->reads_bytes + want <= f->reads_bytes_max;
+}
+
+/* Restarts parked reads, oldest first, while there is room. Each holds
+ * nothing while parked, and every read counted in f->reads_bytes finishes
+ * without waiting (read_from_ledger), so this runs again until all are gone. */
+static void bound_pump(ml_factory_t *f)
+{
+    while (f->parked && bound_room(f, f->parked->asked)) {
+        ml_read_op_t *op = f->parked;
+        f->parked = op->park_next;
+        if (!f->parked)
+            f->parked_tail = NULL;
+        op->park_next = NULL;
+        f->reads_parked--;
+        if (op->ml->closing)
+            op->rc = QE_CLOSED;
+        read_continue(op);
+    }
+}
+
+void ml_factory_set_reads_bytes_max(ml_factory_t *f, uint64_t bytes)
+{
+    f->reads_bytes_max = bytes;
+    bound_pump(f);
+}
+
 /* ------------------------------------------------------- completion -- */
 
 static void read_complete(void *p)
@@ -54,14 +101,17 @@ static void read_complete(void *p)
     for (size_t i = 0; i < op->n; i++)
         qbuf_unref(op->entries[i].data);
     free(op->entries);
+    bound_release(ml->f, &op->held);
     free(op);
     assert(ml->reads_inflight > 0);
     ml->reads_inflight--;
+    bound_pump(ml->f);
     ml_release(ml);
 }
 
 static void read_finish(ml_read_op_t *op)
 {
+    bound_release(op->ml->f, &op->reserved); /* a ledger read that failed to start */
     if (op->n > 0)
         op->rc = 0; /* partial success: the caller reads on from there */
     if (qloop_post(op->ml->f->mb, read_complete, op) < 0)
@@ -223,6 +273,7 @@ static void read_ledger_done(int rc, int64_t first, qbuf_t *const *entries, size
     else
         ml->current_reads--;
     op->h = NULL;
+    bound_release(ml->f, &op->reserved);
     if (rc < 0) {
         log_warn("managed", "%s: read of %lld:%lld failed: %s", ml->name, (long long)op->ledger_id,
                  (long long)op->first, q_strerror(rc));
@@ -233,8 +284,13 @@ static void read_ledger_done(int rc, int64_t first, qbuf_t *const *entries, size
         ml->f->reads_missed += n;
         for (size_t i = 0; i < n; i++)
             ml->f->reads_missed_bytes += entries[i]->len;
-        for (size_t i = 0; i < n && op->rc == 0; i++)
+        for (size_t i = 0; i < n && op->rc == 0; i++) {
             op->rc = read_append(op, (ml_pos_t){op->ledger_id, first + (int64_t)i}, entries[i]);
+            if (op->rc == 0) {
+                op->held += entries[i]->len;
+                ml->f->reads_bytes += entries[i]->len;
+            }
+        }
         op->next = (ml_pos_t){op->ledger_id, first + (int64_t)n};
         if (n == 0)
             op->stop = true;
@@ -286,6 +342,26 @@ static void read_from_ledger(ml_read_op_t *op, ml_pos_t pos)
     }
     if (pos.entry_id + want - 1 < last)
         last = pos.entry_id + want - 1;
+    uint64_t size = li->entries > 0 ? li->size_bytes / (uint64_t)li->entries : 0;
+    size *= (uint64_t)(last - pos.entry_id + 1);
+    ml_factory_t *f = ml->f;
+    if (!bound_room(f, size)) {
+        if (op->n > 0) { /* answered with what it holds: it never waits holding */
+            read_finish(op);
+            return;
+        }
+        op->asked = size;
+        if (f->parked_tail)
+            f->parked_tail->park_next = op;
+        else
+            f->parked = op;
+        f->parked_tail = op;
+        f->reads_parked++;
+        f->reads_parked_total++;
+        return;
+    }
+    op->reserved = size;
+    f->reads_bytes += size;
     op->ledger_id = pos.ledger_id;
     op->first = pos.entry_id;
     op->last = last;

@@ -83,6 +83,8 @@ def test_bookie_bad_value_refused(key, value):
     ("maxMessagePublishBufferSizeInMB", "-1"),
     ("dispatcherMaxReadSizeBytes", "10"),
     ("managedLedgerCacheEvictionTimeThresholdMillis", "-3"),
+    ("managedLedgerMaxReadsInFlightSizeInMB", "-1"),
+    ("managedLedgerMaxReadsInFlightSizeInMB", "lots"),
     ("bookkeeperClientTimeoutInSeconds", "0"),
     ("bookkeeperClientTimeoutInSeconds", "ten"),
     ("compactionRateByBytes", "-1"),

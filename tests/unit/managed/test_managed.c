@@ -923,6 +923,82 @@ static void test_read_bytes_bound_what_is_read(void)
     free(dir);
 }
 
+typedef struct ordered_read {
+    got_t g;
+    int *order; /* next completion number */
+    int done_as;
+} ordered_read_t;
+
+static void ordered_on_read(int rc, const ml_entry_t *entries, size_t n, void *arg)
+{
+    ordered_read_t *r = arg;
+    r->done_as = (*r->order)++;
+    on_read(rc, entries, n, &r->g);
+}
+
+/* The factory's bound on bytes read from ledgers and not yet handed over
+ * (managedLedgerMaxReadsInFlightSizeInMB): reads past it wait, in call order,
+ * holding nothing; a read alone goes whatever its size; a read that already
+ * holds entries is answered with them rather than wait. */
+static void test_reads_in_flight_bound(void)
+{
+    char *dir = test_tmpdir("ml-rbound");
+    tstack_t s;
+    TEST_REQUIRE(stack_open(&s, dir, 1u << 20) == 0);
+    ml_config_t cfg = small_config();
+    cfg.max_entries_per_ledger = 5;
+    managed_ledger_t *ml = open_ml(&s, "t/rbound", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    adds_t a;
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "r", 0, 10, 1000, &a), 10); /* no cursor: not cached */
+    TEST_REQUIRE(wait_ledgers(&s, ml, 2));
+    ml_factory_set_reads_bytes_max(s.f, 2500);
+
+    /* Three reads at once: the first reserves 2 x 1,000 bytes; the second (2
+     * entries) and the third (1 entry, which alone would fit) wait. */
+    int order = 0;
+    ordered_read_t r[3];
+    size_t counts[3] = {2, 2, 1};
+    for (int i = 0; i < 3; i++) {
+        r[i] = (ordered_read_t){.order = &order};
+        CU_ASSERT_EQUAL(ml_read(ml, ML_POS_EARLIEST, counts[i], 0, ordered_on_read, &r[i]), 0);
+    }
+    ml_cache_info_t info;
+    ml_factory_cache_info(s.f, &info);
+    CU_ASSERT_EQUAL(info.reads_bytes, 2000);
+    CU_ASSERT_EQUAL(info.reads_waiting, 2);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_TRUE(test_run_until(s.loop, &r[i].g.done, WAIT_S));
+        CU_ASSERT_EQUAL(r[i].g.rc, 0);
+        CU_ASSERT_EQUAL(r[i].g.n, counts[i]);
+        CU_ASSERT_TRUE(text_is(&r[i].g, 0, "r", 0));
+        CU_ASSERT_EQUAL(r[i].done_as, i);
+    }
+    ml_factory_cache_info(s.f, &info);
+    CU_ASSERT_EQUAL(info.reads_bytes, 0);
+    CU_ASSERT_EQUAL(info.reads_waiting, 0);
+    CU_ASSERT_EQUAL(info.reads_waited, 2);
+
+    /* Alone, a read larger than the bound goes (one ledger of 5 x 1,000). */
+    got_t g;
+    CU_ASSERT_EQUAL(read_once(&s, ml, 5, 0, &g), 5);
+    /* A read across the two ledgers holds the first's 5,000 bytes when it asks
+     * the second for 5,000 more: past a 6,000-byte bound, it is answered with
+     * the first five; without the bound it reads all ten. */
+    ml_factory_set_reads_bytes_max(s.f, 6000);
+    CU_ASSERT_EQUAL(read_once(&s, ml, 10, 0, &g), 5);
+    CU_ASSERT_TRUE(text_is(&g, 4, "r", 4));
+    ml_factory_set_reads_bytes_max(s.f, 0);
+    CU_ASSERT_EQUAL(read_once(&s, ml, 10, 0, &g), 10);
+    CU_ASSERT_TRUE(text_is(&g, 9, "r", 9));
+    ml_factory_cache_info(s.f, &info);
+    CU_ASSERT_EQUAL(info.reads_bytes, 0);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    stack_close(&s);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* The cache keeps an entry until every open cursor has read it (or it ages
  * out), and does not take entries of a log no cursor is open on. */
 static void test_cache_eviction_follows_cursors(void)
@@ -1353,6 +1429,7 @@ void register_managed_suite(void)
     CU_add_test(s, "cache skips a backlogged cursor", test_cache_skips_backlogged_cursor);
     CU_add_test(s, "cache keeps what a cursor's user holds for replay",
                 test_cache_hold_keeps_replays);
+    CU_add_test(s, "reads in flight bounded", test_reads_in_flight_bound);
     CU_add_test(s, "pending adds bounded", test_pending_adds_bounded);
     CU_add_test(s, "concurrent open, properties", test_concurrent_open_and_properties);
     CU_add_test(s, "rollover by time", test_rollover_by_time);
