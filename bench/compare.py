@@ -271,6 +271,9 @@ def flat(r):
 
 # ---------------------------------------------------------------- scenarios
 
+E_BATCHER = ["key-based"]  # (e)'s batcher: --e-batcher
+
+
 def scen_args(sc, tag, secs, warm):
     common = ["--seconds", secs, "--warmup-seconds", warm]
     if sc == "a":
@@ -288,7 +291,7 @@ def scen_args(sc, tag, secs, warm):
     if sc == "e":
         return ["--topic-prefix", "e-" + tag, "--num-topics", 100, "--producers-per-topic", 10,
                 "--consumers-per-topic", 2, "--subscription-type", "Key_Shared", "--keys", 1000,
-                "--batcher", "key-based", "--size", 1024, "--rate", 0, "--max-pending", 200, "--receiver-queue-size", 1000] + common
+                "--batcher", E_BATCHER[0], "--size", 1024, "--rate", 0, "--max-pending", 200, "--receiver-queue-size", 1000] + common
     raise ValueError(sc)
 
 
@@ -566,12 +569,16 @@ def main():
     ap.add_argument("--xcheck-seconds", type=int, default=30)
     ap.add_argument("--quire-arg", action="append", default=[],
                     help="extra quire standalone argument, e.g. --quire-arg=--dispatcherMaxReadSizeBytes=1048576")
+    ap.add_argument("--e-batcher", default="key-based", choices=["key-based", "default"],
+                    help="(e)'s batcher: key-based (one key per batch, as Key_Shared wants) or "
+                         "default (batches of mixed keys, each to one consumer)")
     ap.add_argument("--no-freeze", action="store_true", help="do not SIGSTOP the idle server")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", time.strftime("%Y%m%d-%H%M%S")))
     ap.add_argument("--report-only", metavar="RESULTS_JSON",
                     help="no runs: print the table and draw the plots of an earlier results.json (into its folder)")
     a = ap.parse_args()
     QUIRE_EXTRA_ARGS.extend(a.quire_arg)
+    E_BATCHER[0] = a.e_batcher
     if a.report_only:
         d = json.load(open(a.report_only))
         labels = ["quire"] + ["pulsar-" + c for c in d["args"]["pulsar"].split(",") if c in ("fsync", "nofsync")]
