@@ -35,6 +35,7 @@ typedef void (*admin_handler_fn)(admin_req_t *req);
 struct admin_service {
     struct ev_loop *loop;
     const qconfig_t *conf;
+    bool metrics_topic_level; /* exposeTopicLevelMetricsInPrometheus */
     broker_t *broker;
     md_store_t *md;
     http_server_t *http;

@@ -210,6 +210,7 @@ typedef struct snapshot {
     cons_rec_t *cons;
     size_t ncons, capcons;
     bool oom;
+    bool topic_level; /* false: topics summed per namespace, no subscriptions */
 } snapshot_t;
 
 static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
@@ -309,7 +310,66 @@ static void snap_topic(const broker_admin_topic_view_t *v, void *arg)
         sn->oom = true;
         return;
     }
-    broker_admin_subscriptions(sn->m->a->broker, v->name, snap_sub, sn);
+    if (sn->topic_level)
+        broker_admin_subscriptions(sn->m->a->broker, v->name, snap_sub, sn);
+}
+
+/* exposeTopicLevelMetricsInPrometheus=false: one record per namespace (in the
+ * order namespaces first appear), labelled {cluster, namespace}, with the sum
+ * of its topics' figures (the largest, for quota limits and backlog age), as
+ * Pulsar aggregates them. Returns false when out of memory. */
+static bool snapshot_by_namespace(const snapshot_t *sn, const char *cluster, snapshot_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->topic_level = false;
+    qmap_t *index = qmap_new(); /* namespace -> 1 + its record's index */
+    bool ok = index != NULL;
+    for (size_t i = 0; ok && i < sn->ntopics; i++) {
+        const topic_rec_t *t = &sn->topics[i];
+        uintptr_t k = (uintptr_t)qmap_get(index, t->ns);
+        if (k == 0) {
+            ok = grow((void **)&out->topics, &out->captopics, out->ntopics, sizeof *out->topics);
+            if (!ok)
+                break;
+            topic_rec_t *n = &out->topics[out->ntopics];
+            memset(n, 0, sizeof *n);
+            n->ns = strdup(t->ns);
+            n->labels = labels_render('{', 2, (const char *const[]){"cluster", "namespace"},
+                                      (const char *const[]){cluster, t->ns});
+            out->ntopics++;
+            ok = n->ns && n->labels && qmap_put(index, n->ns, (void *)(out->ntopics)) == 0;
+            k = out->ntopics;
+        }
+        if (!ok)
+            break;
+        topic_rec_t *n = &out->topics[k - 1];
+        for (int c = 0; c < 4; c++) {
+            n->c[c] += t->c[c];
+            n->r[c] += t->r[c];
+        }
+        n->storage += t->storage;
+        n->backlog += t->backlog;
+        n->backlog_size += t->backlog_size;
+        n->quota_limit = t->quota_limit > n->quota_limit ? t->quota_limit : n->quota_limit;
+        n->quota_limit_time =
+            t->quota_limit_time > n->quota_limit_time ? t->quota_limit_time : n->quota_limit_time;
+        n->backlog_age = t->backlog_age > n->backlog_age ? t->backlog_age : n->backlog_age;
+        n->evict_size += t->evict_size;
+        n->evict_time += t->evict_time;
+        n->producers += t->producers;
+        n->subs += t->subs;
+        n->consumers += t->consumers;
+        for (int b = 0; b < 10; b++)
+            n->lat[b] += t->lat[b];
+        for (int b = 0; b < 9; b++)
+            n->size[b] += t->size[b];
+        n->lat_count += t->lat_count;
+        n->lat_sum_ms += t->lat_sum_ms;
+        n->size_count += t->size_count;
+        n->size_sum += t->size_sum;
+    }
+    qmap_free(index);
+    return ok;
 }
 
 static void snapshot_free(snapshot_t *sn)
@@ -662,6 +722,7 @@ static metrics_job_t *metrics_job_take(admin_metrics_t *m)
     if (!j)
         return NULL;
     j->sn.m = m;
+    j->sn.topic_level = m->a->metrics_topic_level;
     broker_admin_topics(m->a->broker, snap_topic, &j->sn);
     j->sn.m = NULL; /* the render never reads the service */
     broker_admin_counts(m->a->broker, &j->counts);
@@ -681,7 +742,7 @@ static metrics_job_t *metrics_job_take(admin_metrics_t *m)
 static void metrics_job_render(void *arg)
 {
     metrics_job_t *j = arg;
-    const snapshot_t sn = j->sn;
+    snapshot_t sn = j->sn;
     const broker_admin_counts_t counts = j->counts;
     size_t *len = &j->len;
     char *out = NULL;
@@ -723,6 +784,18 @@ static void metrics_job_render(void *arg)
         put_end(f, (double)n);
     }
     qmap_free(per_ns);
+    /* Without topic-level metrics the families below are printed per
+     * namespace: sn then holds one record per namespace. */
+    snapshot_t by_ns;
+    if (!j->sn.topic_level) {
+        if (!snapshot_by_namespace(&j->sn, cl, &by_ns)) {
+            snapshot_free(&by_ns);
+            fclose(f);
+            free(out);
+            return;
+        }
+        sn = by_ns;
+    }
     fprintf(f,
             "# HELP pulsar_broker_topics_count Number of topics loaded by the broker\n"
             "# TYPE pulsar_broker_topics_count gauge\n"
@@ -853,6 +926,8 @@ static void metrics_job_render(void *arg)
     render_topic_buckets(f, &sn);
     render_process(f);
     render_bookie(f, j->has_bookie ? &j->bookie : NULL);
+    if (!j->sn.topic_level)
+        snapshot_free(&sn);
     if (fclose(f) != 0) {
         free(out);
         return;

@@ -515,6 +515,12 @@ int admin_service_start(struct ev_loop *loop, const qconfig_t *conf, broker_t *b
     a->md = md;
     a->started_ms = clock_wall_ms();
     snprintf(a->cluster, sizeof a->cluster, "%s", bc->cluster_name);
+    if (qconfig_get_bool(conf, "exposeTopicLevelMetricsInPrometheus", true,
+                         &a->metrics_topic_level) < 0) {
+        log_error("admin", "exposeTopicLevelMetricsInPrometheus: expected true or false");
+        free(a);
+        return QE_INVALID;
+    }
     http_server_config_t cfg;
     if (http_cfg)
         cfg = *http_cfg;
@@ -564,7 +570,7 @@ void admin_service_stop(admin_service_t *a)
     if (!a || a->stopping)
         return;
     a->stopping = true;
-    a->in_flight++; /* scrapes answered below must not free a under us */
+    a->in_flight++;                 /* scrapes answered below must not free a under us */
     admin_metrics_free(a->metrics); /* the sampler reads the broker: stop it now */
     a->metrics = NULL;
     http_server_free(a->http);

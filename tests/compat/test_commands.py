@@ -85,6 +85,7 @@ def test_bookie_bad_value_refused(key, value):
     ("managedLedgerCacheEvictionTimeThresholdMillis", "-3"),
     ("managedLedgerMaxReadsInFlightSizeInMB", "-1"),
     ("managedLedgerMaxReadsInFlightSizeInMB", "lots"),
+    ("exposeTopicLevelMetricsInPrometheus", "maybe"),
     ("bookkeeperClientTimeoutInSeconds", "0"),
     ("bookkeeperClientTimeoutInSeconds", "ten"),
     ("compactionRateByBytes", "-1"),

@@ -253,3 +253,47 @@ def test_labels_escaped_and_topics_counted_per_namespace(quire):
         assert len(per_ns) == len(set(per_ns)), per_ns  # one sample per namespace
     finally:
         client.close()
+
+
+def test_namespace_level_metrics_without_topic_level():
+    """exposeTopicLevelMetricsInPrometheus=false (Pulsar's key): the per-topic families are
+    summed per namespace, labelled {cluster, namespace} only, and subscription and consumer
+    families have no samples; topics are still counted per namespace."""
+    from compat_helpers import http
+    from conftest import QuireServer
+
+    srv = QuireServer(extra_args=["--exposeTopicLevelMetricsInPrometheus=false"]).start()
+    try:
+        assert http("PUT", f"{srv.web_url}/admin/v2/namespaces/public/agg")[0] in (200, 204)
+        tag = uuid.uuid4().hex[:8]
+        sends = {f"persistent://public/default/agg-a-{tag}": 3,
+                 f"persistent://public/default/agg-b-{tag}": 4,
+                 f"persistent://public/agg/agg-c-{tag}": 5}
+        client = new_client(srv.service_url)
+        consumers = []
+        for topic, n in sends.items():
+            consumers.append(client.subscribe(topic, "agg-sub"))
+            producer = client.create_producer(topic, batching_enabled=False)
+            for _ in range(n):
+                producer.send(b"0123456789")
+        time.sleep(1.5)  # counters are applied on the broker's loop
+        fams = _families(srv.web_url)
+        d = dict(namespace="public/default", cluster="standalone")
+        a = dict(namespace="public/agg", cluster="standalone")
+        assert _value(fams, "pulsar_in_messages", **d) == 7
+        assert _value(fams, "pulsar_in_messages", **a) == 5
+        assert _value(fams, "pulsar_producers_count", **d) == 2
+        assert _value(fams, "pulsar_consumers_count", **a) == 1
+        assert _value(fams, "pulsar_msg_backlog", **d) == 7
+        assert _value(fams, "pulsar_storage_write_latency_count", **d) == 7
+        assert _value(fams, "pulsar_topics_count", **d) == 2
+        assert _value(fams, "pulsar_topics_count", **a) == 1
+        for fam in fams.values():
+            for s in fam.samples:
+                assert "topic" not in s.labels, (s.name, s.labels)
+        for name in ("pulsar_subscription_back_log", "pulsar_consumer_available_permits"):
+            assert not fams.get(name) or not fams[name].samples, name
+        client.close()
+    finally:
+        srv.stop()
+        srv.cleanup()
