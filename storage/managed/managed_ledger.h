@@ -88,8 +88,9 @@ void ml_factory_set_cache_age(ml_factory_t *f, double seconds);
  * managedLedgerMaxReadsInFlightSizeInMB; 0, the factory's default: no bound). A
  * read asking a ledger for entries reserves their size, by the ledger's
  * average entry size, and then holds what came until its callback has run.
- * A read that would pass the bound waits for others to finish (in call
- * order), or, when it already holds entries, is answered with them. */
+ * A read that would pass the bound, or that comes while others wait, waits
+ * for others to finish (in call order), or, when it already holds entries, is
+ * answered with them. */
 void ml_factory_set_reads_bytes_max(ml_factory_t *f, uint64_t bytes);
 /* All managed ledgers must be closed first. */
 void ml_factory_free(ml_factory_t *f);

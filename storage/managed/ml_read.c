@@ -36,6 +36,7 @@ struct ml_read_op {
     /* the factory's read bound: reserved for the ledger read in flight, held
      * from ledgers (both counted in f->reads_bytes); asked for when parked */
     uint64_t reserved, held, asked;
+    bool resumed; /* taken off f->parked: not queued behind the others again */
     ml_pos_t next;
     size_t max_entries, max_bytes, bytes;
     ml_entry_t *entries; /* each data referenced */
@@ -78,6 +79,7 @@ static void bound_pump(ml_factory_t *f)
         if (!f->parked)
             f->parked_tail = NULL;
         op->park_next = NULL;
+        op->resumed = true;
         f->reads_parked--;
         if (op->ml->closing)
             op->rc = QE_CLOSED;
@@ -345,7 +347,11 @@ static void read_from_ledger(ml_read_op_t *op, ml_pos_t pos)
     uint64_t size = li->entries > 0 ? li->size_bytes / (uint64_t)li->entries : 0;
     size *= (uint64_t)(last - pos.entry_id + 1);
     ml_factory_t *f = ml->f;
-    if (!bound_room(f, size)) {
+    /* In call order: a read that would fit waits behind those already waiting
+     * (which would otherwise wait for as long as newcomers keep the room). */
+    bool queued = f->parked && !op->resumed;
+    op->resumed = false;
+    if (queued || !bound_room(f, size)) {
         if (op->n > 0) { /* answered with what it holds: it never waits holding */
             read_finish(op);
             return;
