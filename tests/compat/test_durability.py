@@ -278,11 +278,20 @@ def test_reads_in_flight_bound_delivers_every_backlog():
         client = new_client(srv.service_url)
         for s in subs:  # the subscriptions keep the backlog
             client.subscribe(topic, s, initial_position=E).close()
-        producer = client.create_producer(topic, batching_enabled=False)
+        # block_if_queue_full: past the client's 1,000 pending sends, send_async
+        # waits instead of failing the send
+        producer = client.create_producer(topic, batching_enabled=False,
+                                          block_if_queue_full=True)
         n = 1500
+        results = []
         for i in range(n):
-            producer.send_async(f"{i:06d}".encode() + b"x" * 8186, None)
+            producer.send_async(f"{i:06d}".encode() + b"x" * 8186,
+                                lambda res, mid: results.append(res))
         producer.flush()
+        deadline = time.monotonic() + 30
+        while len(results) < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert results.count(pulsar.Result.Ok) == n, set(results)
         consumers = [client.subscribe(topic, s, initial_position=E) for s in subs]
         got = {}
 
