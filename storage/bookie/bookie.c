@@ -39,6 +39,7 @@
 #include "common/log.h"
 #include "storage/bookie/bookie_int.h"
 #include "storage/bookie/bookie_io.h"
+#include "storage/bookie/idx_summary.h"
 
 void bookie_config_defaults(bookie_config_t *cfg)
 {
@@ -634,6 +635,15 @@ static void bookie_read_work(void *p)
     j->rc = j->loc.pos == READ_POS_NONE
                 ? 0
                 : entry_log_locate(j->log, j->loc.pos, j->ledger_id, j->entry_id, &offset, &length);
+    if (j->rc == 0 && j->loc.pos != READ_POS_NONE && length > j->loc.length) {
+        /* Every entry indexed raised its ledger's largest length: an idx record
+         * saying more does not describe what was indexed (nor is it read). */
+        log_error("bookie",
+                  "entry %" PRId64 ":%" PRId64 ": idx record of %" PRIu32 " bytes, above"
+                  " the %" PRIu32 " of the ledger's largest entry",
+                  j->ledger_id, j->entry_id, length, j->loc.length);
+        j->rc = QE_CORRUPT;
+    }
     if (j->rc == 0)
         j->rc = entry_log_read(j->log, offset, length, j->ledger_id, j->entry_id, &j->out);
 }
@@ -965,8 +975,8 @@ void bookie_test_fail_flush(bookie_t *bk, int err)
 
 /* ------------------------------------------------------- open: rebuild -- */
 
-static int bookie_rebuild_entry(void *ctx, int64_t ledger_id, int64_t entry_id, uint32_t log_id,
-                                uint64_t pos, uint64_t offset, uint32_t length)
+static int bookie_rebuild_run(void *ctx, int64_t ledger_id, int64_t first, uint32_t count,
+                              uint32_t log_id, uint64_t pos, uint32_t max_length)
 {
     bookie_t *bk = ctx;
     ledger_t *l = ledger_find(&bk->ledgers, ledger_id);
@@ -974,10 +984,17 @@ static int bookie_rebuild_entry(void *ctx, int64_t ledger_id, int64_t entry_id, 
         return 0;
     if (!l && !(l = ledger_get_or_create(&bk->ledgers, ledger_id)))
         return -ENOMEM;
-    if (entry_id > l->last_entry)
-        l->last_entry = entry_id;
+    int64_t last = first + (int64_t)count - 1;
+    if (last > l->last_entry)
+        l->last_entry = last;
+    return ledger_index_put_run(l, first, count, log_id, pos, max_length);
+}
+
+static int bookie_rebuild_entry(void *ctx, int64_t ledger_id, int64_t entry_id, uint32_t log_id,
+                                uint64_t pos, uint64_t offset, uint32_t length)
+{
     (void)offset;
-    return ledger_index_put(l, entry_id, log_id, pos, length);
+    return bookie_rebuild_run(ctx, ledger_id, entry_id, 1, log_id, pos, length);
 }
 
 /* Replay of an add: data (a new reference, taken over) into the write cache,
@@ -1071,7 +1088,9 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
     if (rc == 0)
         gc_trash_sweep(bk->ldir); /* logs GC removed whose blocks were still being freed */
     if (rc == 0)
-        rc = log_table_load(&bk->logs, bk->ldir, bookie_rebuild_entry, bk, &next_log);
+        rc = log_table_load(&bk->logs, bk->ldir,
+                            &(elog_load_fns_t){bookie_rebuild_entry, bookie_rebuild_run, bk},
+                            &next_log);
     (void)next_log; /* also in bk->logs.next_id */
     if (rc == 0)
         rc = elog_writer_init(&bk->writer, bk->ldir, bk->cfg.entry_log_size_bytes, &bk->lock,
@@ -1252,6 +1271,126 @@ static void bookie_shutdown(bookie_t *bk)
     bk->n_gc_cur = bk->n_gc_next = 0;
 }
 
+/* ------------------------------------------------------ index summaries -- */
+
+typedef struct sum_runs {
+    idx_sum_run_t *v;
+    uint32_t n, cap;
+    bool bad; /* a run past the synced .idx, or no memory: no summary */
+} sum_runs_t;
+
+static uint32_t log_slot(const log_table_t *t, uint32_t id)
+{
+    uint32_t lo = 0, hi = t->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->logs[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void sum_runs_push(sum_runs_t *r, const idx_sum_run_t *run)
+{
+    if (r->bad)
+        return;
+    if (r->n == r->cap) {
+        uint32_t cap = r->cap ? 2 * r->cap : 64;
+        idx_sum_run_t *v = realloc(r->v, (size_t)cap * sizeof *v);
+        if (!v) {
+            r->bad = true;
+            return;
+        }
+        r->v = v;
+        r->cap = cap;
+    }
+    r->v[r->n++] = *run;
+}
+
+static int summary_write_one(bookie_t *bk, entry_log_t *log, sum_runs_t *r)
+{
+    idx_summary_t s = {.log_id = log->id,
+                       .idx_size = log->idx_size,
+                       .log_size = log->size,
+                       .runs = r->v,
+                       .nruns = r->n};
+    s.ledgers = calloc(log->ledgers.count ? log->ledgers.count : 1, sizeof *s.ledgers);
+    if (!s.ledgers)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < log->ledgers.cap; i++)
+        if (log->ledgers.keys[i])
+            s.ledgers[s.nledgers++] =
+                (idx_sum_ledger_t){(int64_t)(log->ledgers.keys[i] - 1), log->ledgers.vals[i]};
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    char name[16];
+    idx_summary_name(log->id, name, sizeof name);
+    int rc = idx_summary_encode(&s, &buf, &len);
+    if (rc == 0)
+        rc = bk_write_file_atomic(bk->ldir, name, buf, len);
+    if (rc == 0)
+        log->sum_idx_size = log->idx_size;
+    free(buf);
+    free(s.ledgers);
+    return rc;
+}
+
+/* At a clean close, after the last flush: a summary for each entry log whose
+ * .idx grew since its last one, so that the next open reads runs instead of
+ * every idx record (idx_summary.h). A summary not written costs only that
+ * log's share of the next open. */
+static void bookie_write_summaries(bookie_t *bk)
+{
+    uint64_t t0 = clock_mono_ns();
+    log_table_t *t = &bk->logs;
+    sum_runs_t *runs = calloc(t->count ? t->count : 1, sizeof *runs);
+    if (!runs)
+        return;
+    bool any = false;
+    for (uint32_t i = 0; i < t->count; i++) {
+        const entry_log_t *log = t->logs[i];
+        runs[i].bad = log->idx_size == 0 || log->idx_size == log->sum_idx_size; /* not wanted */
+        any = any || !runs[i].bad;
+    }
+    qmap_iter_t it = {0};
+    void *v;
+    while (any && qmap64_next(bk->ledgers.map, &it, NULL, &v)) {
+        const ledger_t *l = v;
+        for (uint32_t k = 0; k < l->nruns; k++) {
+            const idx_run_t *r = &l->runs[k];
+            uint32_t i = log_slot(t, r->log_id);
+            if (i == t->count || t->logs[i]->id != r->log_id)
+                continue; /* cannot happen: a run's log is in the table */
+            if (r->pos + (uint64_t)r->count * ELOG_IDX_RECORD_BYTES > t->logs[i]->idx_size)
+                runs[i].bad = true;
+            sum_runs_push(&runs[i],
+                          &(idx_sum_run_t){l->id, r->first, r->pos, r->count, l->max_length});
+        }
+    }
+    uint32_t written = 0, failed = 0;
+    uint64_t nruns = 0;
+    for (uint32_t i = 0; i < t->count; i++) {
+        entry_log_t *log = t->logs[i];
+        bool wanted = log->idx_size && log->idx_size != log->sum_idx_size;
+        int rc = runs[i].bad ? QE_CORRUPT : 0;
+        if (wanted && rc == 0)
+            rc = summary_write_one(bk, log, &runs[i]);
+        if (wanted && rc == 0)
+            written++, nruns += runs[i].n;
+        else if (wanted)
+            failed++;
+        free(runs[i].v);
+    }
+    free(runs);
+    if (written || failed)
+        log_info("bookie",
+                 "index summaries of %u entry logs written (%" PRIu64 " runs), %u not,"
+                 " in %.1f ms",
+                 written, nruns, failed, (double)(clock_mono_ns() - t0) / 1e6);
+}
+
 void bookie_test_abandon(bookie_t *bk)
 {
     bookie_shutdown(bk);
@@ -1268,6 +1407,8 @@ void bookie_close(bookie_t *bk)
         if (rc)
             log_warn("bookie", "final checkpoint failed (%s): the journal will be replayed",
                      q_strerror(rc));
+        else
+            bookie_write_summaries(bk);
     }
     log_info("bookie", "closed %s", bk->dir);
     bookie_free(bk);

@@ -24,6 +24,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "storage/bookie/bookie_io.h"
+#include "storage/bookie/idx_summary.h"
 
 #define ELOG_STAGE_BYTES (1u << 20)
 
@@ -216,17 +217,13 @@ static bool idx_record_valid(const uint8_t *r)
     return crc32c(0, r, 28) == get_le32(r + 28);
 }
 
-/* Reads <id>.idx, calling fn per valid record; truncates a bad tail. */
-static int elog_load_idx(entry_log_t *log, const char *dir, elog_index_fn fn, void *ctx)
+/* Reads <id>.idx from byte off on (fd), calling fn per valid record;
+ * truncates a bad tail. */
+static int elog_load_idx(entry_log_t *log, const char *path, int fd, uint64_t off, elog_index_fn fn,
+                         void *ctx)
 {
-    char path[PATH_MAX];
-    elog_path(path, sizeof path, dir, log->id, "idx");
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
     enum { CHUNK = 4096 };
     uint8_t *buf = malloc(CHUNK * ELOG_IDX_RECORD_BYTES);
-    uint64_t off = 0;
     int rc = buf ? 0 : -ENOMEM;
     bool bad = false;
     while (rc == 0 && !bad) {
@@ -270,11 +267,87 @@ static int elog_load_idx(entry_log_t *log, const char *dir, elog_index_fn fn, vo
     }
     log->idx_size = off;
     free(buf);
-    log->idx_fd = fd; /* kept for entry_log_locate */
     return rc;
 }
 
-static int elog_load_one(log_table_t *t, const char *dir, uint32_t id, elog_index_fn fn, void *ctx)
+/* Reads <id>.sum whole into *out. A summary holds at most one run (32
+ * bytes) per idx record and half as much per ledger: a larger file is not
+ * one (and is not read into memory). */
+static int elog_read_summary(const char *path, uint64_t idx_file_size, uint8_t **out, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    uint8_t *buf = NULL;
+    int rc = 0;
+    if (fstat(fd, &st) < 0)
+        rc = -errno;
+    else if (st.st_size == 0 ||
+             (uint64_t)st.st_size > IDX_SUMMARY_HEADER_BYTES + 4 + idx_file_size / 2 * 3)
+        rc = QE_CORRUPT;
+    else if (!(buf = malloc((size_t)st.st_size)))
+        rc = -ENOMEM;
+    else
+        rc = bk_pread_all(fd, buf, (size_t)st.st_size, 0);
+    close(fd);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = (size_t)st.st_size;
+    return 0;
+}
+
+/* Applies <id>.sum when it is there and valid: *off receives the idx bytes it
+ * covered (the scan goes on from there), else 0 and the file is removed. */
+static int elog_load_summary(entry_log_t *log, const char *dir, uint64_t idx_file_size,
+                             const elog_load_fns_t *fns, uint64_t *off)
+{
+    char name[16], path[PATH_MAX];
+    idx_summary_name(log->id, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    *off = 0;
+    size_t len = 0;
+    uint8_t *buf = NULL;
+    idx_summary_t s = {0};
+    const char *why = NULL;
+    int rc = elog_read_summary(path, idx_file_size, &buf, &len);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc == 0)
+        rc = idx_summary_decode(buf, len, log->id, &s, &why);
+    else
+        why = "unreadable, or not of a summary's size";
+    free(buf);
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc == 0 && s.idx_size > idx_file_size)
+        why = "covers more than its .idx holds", rc = QE_CORRUPT;
+    else if (rc == 0 && s.log_size > log->size)
+        why = "its .log is shorter than when it was written", rc = QE_CORRUPT;
+    if (rc) {
+        log_warn("bookie", "%s: %s; reading the whole index instead", path, why);
+        idx_summary_free(&s);
+        unlink(path);
+        return 0;
+    }
+    for (uint32_t i = 0; rc == 0 && i < s.nledgers; i++)
+        rc = lb_map_add(&log->ledgers, s.ledgers[i].id, s.ledgers[i].bytes);
+    for (uint32_t i = 0; rc == 0 && i < s.nruns; i++) {
+        const idx_sum_run_t *r = &s.runs[i];
+        rc = fns->run(fns->ctx, r->ledger_id, r->first, r->count, log->id, r->pos, r->max_length);
+    }
+    if (rc == 0) {
+        *off = s.idx_size;
+        log->sum_idx_size = s.idx_size;
+    }
+    idx_summary_free(&s);
+    return rc;
+}
+
+static int elog_load_one(log_table_t *t, const char *dir, uint32_t id, const elog_load_fns_t *fns)
 {
     char path[PATH_MAX];
     elog_path(path, sizeof path, dir, id, "log");
@@ -297,36 +370,57 @@ static int elog_load_one(log_table_t *t, const char *dir, uint32_t id, elog_inde
         entry_log_destroy(log);
         return rc;
     }
-    rc = elog_load_idx(log, dir, fn, ctx);
+    char ipath[PATH_MAX];
+    elog_path(ipath, sizeof ipath, dir, id, "idx");
+    log->idx_fd = open(ipath, O_RDWR | O_CREAT | O_CLOEXEC, 0644); /* kept for entry_log_locate */
+    uint64_t off = 0;
+    if (log->idx_fd < 0 || fstat(log->idx_fd, &st) < 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = elog_load_summary(log, dir, (uint64_t)st.st_size, fns, &off);
+    if (rc == 0)
+        rc = elog_load_idx(log, ipath, log->idx_fd, off, fns->entry, fns->ctx);
     if (rc)
         log_error("bookie", "cannot load the index of entry log %s: %s", path, q_strerror(rc));
     return rc;
 }
 
-int log_table_load(log_table_t *t, const char *dir, elog_index_fn fn, void *ctx, uint32_t *next_id)
+/* Removes dir's files ending in ext whose entry log is gone; raises *next_id
+ * above their ids. */
+static int elog_remove_orphans(const char *dir, const char *ext, const uint32_t *ids, uint32_t n,
+                               uint32_t *next_id)
 {
-    uint32_t *ids = NULL, *idx_ids = NULL, n = 0, nidx = 0;
-    int rc = elog_list(dir, "log", &ids, &n);
-    if (rc == 0)
-        rc = elog_list(dir, "idx", &idx_ids, &nidx);
-    *next_id = 1;
-    for (uint32_t i = 0; rc == 0 && i < nidx; i++) {
-        if (bsearch(&idx_ids[i], ids, n, sizeof *ids, u32_cmp))
+    uint32_t *other = NULL, nother = 0;
+    int rc = elog_list(dir, ext, &other, &nother);
+    for (uint32_t i = 0; rc == 0 && i < nother; i++) {
+        if (bsearch(&other[i], ids, n, sizeof *ids, u32_cmp))
             continue;
         char path[PATH_MAX];
-        elog_path(path, sizeof path, dir, idx_ids[i], "idx");
+        elog_path(path, sizeof path, dir, other[i], ext);
         log_warn("bookie", "removing %s: its entry log is gone", path);
         unlink(path);
-        if (idx_ids[i] >= *next_id)
-            *next_id = idx_ids[i] + 1;
+        if (other[i] >= *next_id)
+            *next_id = other[i] + 1;
     }
+    free(other);
+    return rc;
+}
+
+int log_table_load(log_table_t *t, const char *dir, const elog_load_fns_t *fns, uint32_t *next_id)
+{
+    uint32_t *ids = NULL, n = 0;
+    int rc = elog_list(dir, "log", &ids, &n);
+    *next_id = 1;
+    if (rc == 0)
+        rc = elog_remove_orphans(dir, "sum", ids, n, next_id);
+    if (rc == 0)
+        rc = elog_remove_orphans(dir, "idx", ids, n, next_id);
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
-        rc = elog_load_one(t, dir, ids[i], fn, ctx);
+        rc = elog_load_one(t, dir, ids[i], fns);
         if (ids[i] >= *next_id)
             *next_id = ids[i] + 1;
     }
     free(ids);
-    free(idx_ids);
     if (*next_id > t->next_id)
         t->next_id = *next_id;
     return rc;

@@ -19,8 +19,9 @@
  * were appended; the in-memory index (ledger_index.h) is rebuilt from all of
  * them at open (logs in id order, records in file order: a later location of
  * the same (ledger, entry) replaces an earlier one, which is how re-adds and
- * compaction copies win). That index holds where each entry's idx record is,
- * and a read looks the record up (entry_log_locate) to find the entry. A
+ * compaction copies win), or from <id>.sum, the runs a clean close saw in
+ * that .idx, and the records after what it covers (idx_summary.h). That index holds where each
+ * entry's idx record is, and a read looks the record up (entry_log_locate) to find the entry. A
  * flush appends each ledger's records together, in entry order, so that one
  * index run covers them:
  *
@@ -82,15 +83,16 @@ typedef struct lb_map {
 
 typedef struct entry_log {
     uint32_t id;
-    int fd;            /* read and (for the current log) written */
-    int idx_fd;        /* <id>.idx: read by entry_log_locate, appended by the writers */
-    uint64_t size;     /* bytes of records known durable */
-    uint32_t refs;     /* reads in flight (bookie lock) */
-    bool removed;      /* unlinked by GC; freed at refs == 0 */
-    lb_map_t ledgers;  /* flush thread */
-    uint64_t idx_size; /* valid bytes of <id>.idx (flush thread) */
-    bool pinned;       /* direct log the journal may still reference (bookie lock) */
-    bool sealed;       /* pinned log no longer appended; references end at seal pos */
+    int fd;                /* read and (for the current log) written */
+    int idx_fd;            /* <id>.idx: read by entry_log_locate, appended by the writers */
+    uint64_t size;         /* bytes of records known durable */
+    uint32_t refs;         /* reads in flight (bookie lock) */
+    bool removed;          /* unlinked by GC; freed at refs == 0 */
+    lb_map_t ledgers;      /* flush thread */
+    uint64_t idx_size;     /* valid bytes of <id>.idx (flush thread) */
+    uint64_t sum_idx_size; /* bytes of <id>.idx its <id>.sum covers, 0: none (idx_summary.h) */
+    bool pinned;           /* direct log the journal may still reference (bookie lock) */
+    bool sealed;           /* pinned log no longer appended; references end at seal pos */
     uint64_t seal_seq, seal_off;
 } entry_log_t;
 
@@ -114,14 +116,23 @@ void log_table_free(log_table_t *t);
 int lb_map_add(lb_map_t *m, int64_t ledger_id, uint64_t bytes);
 bool lb_map_has(const lb_map_t *m, int64_t ledger_id);
 
-/* Opens every <id>.log under dir (removing .idx files without a log) and
- * calls fn for each valid idx record (pos: its byte offset in <log_id>.idx),
- * logs in id order. A torn idx tail is truncated; a record pointing past the
- * end of its log is skipped with a warning. *next_id (and t->next_id)
- * receives an id above every log. */
+/* Opens every <id>.log under dir (removing .idx and .sum files without a
+ * log) and indexes it: from its summary, when <id>.sum is there and valid
+ * (idx_summary.h: run is called per run, pos the byte offset of the run's
+ * first record in <log_id>.idx), then entry per valid idx record after what
+ * the summary covered (all of them without one), logs in id order. A torn
+ * idx tail is truncated; a record pointing past the end of its log is skipped
+ * with a warning. *next_id (and t->next_id) receives an id above every log. */
 typedef int (*elog_index_fn)(void *ctx, int64_t ledger_id, int64_t entry_id, uint32_t log_id,
                              uint64_t pos, uint64_t offset, uint32_t length);
-int log_table_load(log_table_t *t, const char *dir, elog_index_fn fn, void *ctx, uint32_t *next_id);
+typedef int (*elog_run_fn)(void *ctx, int64_t ledger_id, int64_t first, uint32_t count,
+                           uint32_t log_id, uint64_t pos, uint32_t max_length);
+typedef struct elog_load_fns {
+    elog_index_fn entry;
+    elog_run_fn run;
+    void *ctx;
+} elog_load_fns_t;
+int log_table_load(log_table_t *t, const char *dir, const elog_load_fns_t *fns, uint32_t *next_id);
 
 /* Reads the idx record at byte pos of log's .idx (any thread): *offset and
  * *length receive the location of the entry's record in the log. QE_CORRUPT

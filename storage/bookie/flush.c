@@ -533,6 +533,8 @@ static void gc_remove_log(bookie_t *bk, entry_log_t *log)
     pthread_mutex_lock(&bk->lock);
     log_table_remove(&bk->logs, log); /* log may be freed here */
     pthread_mutex_unlock(&bk->lock);
+    snprintf(path, sizeof path, "%s/%08" PRIx32 ".sum", bk->ldir, id);
+    unlink(path);
     snprintf(path, sizeof path, "%s/%08" PRIx32 ".idx", bk->ldir, id);
     unlink(path);
     snprintf(path, sizeof path, "%s/%08" PRIx32 ".log", bk->ldir, id);

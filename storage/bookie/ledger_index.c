@@ -194,50 +194,51 @@ static void runs_merge_prev(ledger_t *l, uint32_t i)
     runs_splice(l, i, 1, NULL, 0);
 }
 
+int ledger_index_put_run(ledger_t *l, int64_t first, uint32_t count, uint32_t log_id, uint64_t pos,
+                         uint32_t max_length)
+{
+    assert(!l->deleted && first >= 0);
+    if (count == 0)
+        return 0;
+    idx_run_t add[3];
+    uint32_t n = 0, at, del;
+    idx_run_t *last = l->nruns ? &l->runs[l->nruns - 1] : NULL;
+    idx_run_t run = {.first = first, .pos = pos, .count = count, .log_id = log_id};
+    if (last && runs_join(last, &run)) { /* the usual append */
+        last->count += count;
+        goto done;
+    }
+    int64_t end = first + (int64_t)count;
+    int64_t i = run_at_or_before(l, first);
+    /* runs[a .. j] overlap [first, end): the ones cut or replaced. */
+    uint32_t a = (uint32_t)(i >= 0 && run_end(&l->runs[i]) > first ? i : i + 1);
+    int64_t j = run_at_or_before(l, end - 1);
+    del = j >= (int64_t)a ? (uint32_t)(j - (int64_t)a + 1) : 0;
+    if (del && l->runs[a].first < first) { /* what stays before it */
+        const idx_run_t *r = &l->runs[a];
+        add[n++] = (idx_run_t){r->first, r->pos, (uint32_t)(first - r->first), r->log_id};
+    }
+    at = a + n;
+    add[n++] = run;
+    if (del && run_end(&l->runs[j]) > end) { /* ... and after it */
+        const idx_run_t *r = &l->runs[j];
+        uint64_t k = (uint64_t)(end - r->first);
+        add[n++] = (idx_run_t){end, r->pos + k * REC, (uint32_t)(r->count - k), r->log_id};
+    }
+    if (n > del && runs_reserve(l, n - del))
+        return -ENOMEM;
+    runs_splice(l, a, del, add, n);
+    runs_merge_prev(l, at + 1);
+    runs_merge_prev(l, at);
+done:
+    if (max_length > l->max_length)
+        l->max_length = max_length;
+    return 0;
+}
+
 int ledger_index_put(ledger_t *l, int64_t entry_id, uint32_t log_id, uint64_t pos, uint32_t length)
 {
-    assert(!l->deleted);
-    idx_run_t one = {.first = entry_id, .pos = pos, .count = 1, .log_id = log_id};
-    idx_run_t *last = l->nruns ? &l->runs[l->nruns - 1] : NULL;
-    if (last && runs_join(last, &one)) { /* the usual append */
-        last->count++;
-    } else if (!last || entry_id >= run_end(last)) {
-        if (runs_reserve(l, 1))
-            return -ENOMEM;
-        l->runs[l->nruns++] = one;
-    } else {
-        int64_t i = run_at_or_before(l, entry_id);
-        const idx_run_t *r = i >= 0 ? &l->runs[i] : NULL;
-        uint32_t at;
-        if (r && entry_id < run_end(r)) {
-            uint32_t k = (uint32_t)(entry_id - r->first);
-            if (r->log_id == log_id && r->pos + (uint64_t)k * REC == pos)
-                return 0; /* already there */
-            if (runs_reserve(l, 2))
-                return -ENOMEM;
-            r = &l->runs[i];
-            idx_run_t parts[3];
-            uint32_t n = 0;
-            if (k > 0)
-                parts[n++] = (idx_run_t){r->first, r->pos, k, r->log_id};
-            at = (uint32_t)i + n;
-            parts[n++] = one;
-            if (k + 1 < r->count)
-                parts[n++] = (idx_run_t){entry_id + 1, r->pos + (uint64_t)(k + 1) * REC,
-                                         r->count - k - 1, r->log_id};
-            runs_splice(l, (uint32_t)i, 1, parts, n);
-        } else {
-            if (runs_reserve(l, 1))
-                return -ENOMEM;
-            at = (uint32_t)(i + 1);
-            runs_splice(l, at, 0, &one, 1);
-        }
-        runs_merge_prev(l, at + 1);
-        runs_merge_prev(l, at);
-    }
-    if (length > l->max_length)
-        l->max_length = length;
-    return 0;
+    return ledger_index_put_run(l, entry_id, 1, log_id, pos, length);
 }
 
 bool ledger_index_find(const ledger_t *l, int64_t entry_id, idx_ref_t *out)

@@ -23,7 +23,8 @@
  *
  * On disk the index is not one file: each entry log <id>.log has a companion
  * <id>.idx listing the entries it holds (entry_log.h), and the whole index is
- * rebuilt from those at open. Ledger metadata lives in ledgers.meta, an
+ * rebuilt from those at open, in runs from <id>.sum where a clean close left
+ * one (idx_summary.h). Ledger metadata lives in ledgers.meta, an
  * append-only file of fixed 48-byte records, the last record of a ledger
  * winning; it is rewritten (tmp + rename) when it holds mostly stale records.
  *
@@ -108,6 +109,11 @@ void ledger_forget(ledger_table_t *lt, ledger_t *l);
 /* Inserts or replaces where the idx record of an entry (of length payload
  * bytes) is. 0 or -ENOMEM (the index unchanged). */
 int ledger_index_put(ledger_t *l, int64_t entry_id, uint32_t log_id, uint64_t pos, uint32_t length);
+/* The same for entries first .. first + count - 1, whose idx records follow
+ * one another from pos on (an index summary's run), max_length the largest
+ * payload among them. */
+int ledger_index_put_run(ledger_t *l, int64_t first, uint32_t count, uint32_t log_id, uint64_t pos,
+                         uint32_t max_length);
 /* True, with *out filled, when the entry is indexed. */
 bool ledger_index_find(const ledger_t *l, int64_t entry_id, idx_ref_t *out);
 /* Highest entry id in the index, or -1. */

@@ -10,7 +10,9 @@
  *   - loading never crashes, leaks or reads out of bounds (ASan/UBSan);
  *   - an accepted index record never points past the end of its log;
  *   - a read either fails (QE_CORRUPT or -errno) or returns exactly the
- *     record's payload bytes as they are in the log file.
+ *     record's payload bytes as they are in the log file;
+ *   - a summary's accepted runs lie inside the .idx, and looking up their
+ *     records fails cleanly or finds a record inside the log.
  *
  * Input layout (so the fuzzer reaches past the checksums, the harness can
  * write valid ones itself):
@@ -18,6 +20,10 @@
  *                      bit 1 log records at indexed offsets get a valid
  *                            header and crc
  *                      bit 2 a torn tail of (flags >> 4) bytes ends the index
+ *                      bit 3 an index summary (idx_summary.h) is written too:
+ *                            the first bytes of the entry log's (the
+ *                            fuzzer's), with a valid magic, log id and (unless
+ *                            bit 0) crc; its runs must stay inside the .idx
  *   byte 1      k, the number of index records (k % 17)
  *   k x 28      ledger id (8), entry id (8), offset (8), length (4), all LE;
  *               with bit 0, 4 more bytes each: the crc to store
@@ -40,6 +46,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "storage/bookie/entry_log.h"
+#include "storage/bookie/idx_summary.h"
 
 #define MAX_RECORDS 16
 
@@ -49,9 +56,13 @@ typedef struct seen {
     uint64_t offset, pos;
 } seen_t;
 
+#define MAX_RUNS 64
+
 typedef struct ctx {
     seen_t recs[MAX_RECORDS];
     size_t n;
+    seen_t runs[MAX_RUNS]; /* entry_id: first; length: count; offset: max_length */
+    size_t nruns;
 } ctx_t;
 
 static char dir[PATH_MAX];
@@ -77,6 +88,17 @@ static int on_record(void *arg, int64_t ledger_id, int64_t entry_id, uint32_t lo
     if (c->n >= MAX_RECORDS)
         abort(); /* more records accepted than the index held */
     c->recs[c->n++] = (seen_t){ledger_id, entry_id, log_id, length, offset, pos};
+    return 0;
+}
+
+static int on_run(void *arg, int64_t ledger_id, int64_t first, uint32_t count, uint32_t log_id,
+                  uint64_t pos, uint32_t max_length)
+{
+    ctx_t *c = arg;
+    if (count == 0 || first < 0)
+        abort(); /* a run the summary's checks should have refused */
+    if (c->nruns < MAX_RUNS)
+        c->runs[c->nruns++] = (seen_t){ledger_id, first, log_id, count, max_length, pos};
     return 0;
 }
 
@@ -168,14 +190,51 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     write_file("00000001.log", log_bytes, log_len);
     write_file("00000001.idx", idx, idx_len);
+    if ((flags & 8) && log_len >= IDX_SUMMARY_HEADER_BYTES + 4) {
+        size_t n = log_len < 512 ? log_len : 512;
+        uint8_t sum[512];
+        memcpy(sum, log_bytes, n);
+        put(sum, IDX_SUMMARY_MAGIC, 4);
+        put(sum + 4, 1, 4);
+        if (!(flags & 1))
+            put(sum + n - 4, crc32c(0, sum, n - 4), 4);
+        write_file("00000001.sum", sum, n);
+    }
 
     log_table_t table = {0};
     ctx_t c = {0};
     uint32_t next_id = 0;
-    int rc = log_table_load(&table, dir, on_record, &c, &next_id);
+    int rc = log_table_load(&table, dir, &(elog_load_fns_t){on_record, on_run, &c}, &next_id);
     if (rc == 0) {
         if (next_id < 2)
             abort(); /* the next log id must lie above the one loaded */
+        for (size_t i = 0; i < c.nruns; i++) {
+            seen_t *r = &c.runs[i];
+            entry_log_t *log = log_table_find(&table, r->log_id);
+            if (!log || r->pos % ELOG_IDX_RECORD_BYTES ||
+                r->pos + (uint64_t)r->length * ELOG_IDX_RECORD_BYTES > idx_len)
+                abort(); /* a run outside the .idx */
+            uint64_t off;
+            uint32_t len;
+            int lr = entry_log_locate(log, r->pos, r->ledger_id, r->entry_id, &off, &len);
+            if (lr != 0 && lr != QE_CORRUPT && lr >= 0)
+                abort();
+            /* A summary skips the load's bounds check of the records it
+             * covers: a read of one past the end of its log must fail
+             * cleanly. (The bookie reads no more than the ledger's largest
+             * entry, the run's max_length here.) */
+            qbuf_t *out = NULL;
+            int rr = lr == 0 && len <= r->offset && len <= (1u << 20)
+                         ? entry_log_read(log, off, len, r->ledger_id, r->entry_id, &out)
+                         : QE_CORRUPT;
+            if (rr == 0 && (off > log_len || log_len - off < ELOG_HEADER_BYTES ||
+                            log_len - off - ELOG_HEADER_BYTES < len || !out || out->len != len ||
+                            memcmp(out->data, log_bytes + off + ELOG_HEADER_BYTES, len) != 0))
+                abort(); /* served bytes that are not the record's */
+            if (rr != 0 && rr != QE_CORRUPT && rr >= 0)
+                abort();
+            qbuf_unref(out);
+        }
         for (size_t i = 0; i < c.n; i++) {
             seen_t *s = &c.recs[i];
             entry_log_t *log = log_table_find(&table, s->log_id);

@@ -6,14 +6,25 @@
  * fewest runs that model allows; and, through a bookie, that the index of many
  * flushed entries is a few runs per flush, that reads find the entries through
  * their idx records before and after a reopen, and that a damaged idx record
- * makes the read fail rather than serve another entry.
+ * makes the read fail rather than serve another entry. Index summaries
+ * (idx_summary.h): an open from summaries, from summaries of a prefix plus the
+ * .idx tails, and from the .idx files alone build the same index; damaged,
+ * stale or oversized summaries are set aside; GC removes a log's summary.
  */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "common/crc32c.h"
 #include "common/errors.h"
 #include "storage/bookie/bookie_int.h"
+#include "storage/bookie/bookie_io.h"
+#include "storage/bookie/idx_summary.h"
 #include "tests/unit/bookie/bookie_test.h"
 
 #define REC ELOG_IDX_RECORD_BYTES
@@ -141,9 +152,9 @@ static void test_index_random_against_model(void)
     bool ok = true;
     for (int op = 0; op < 20000 && ok; op++) {
         int64_t e = (int64_t)(li_rand(&seed) % LI_N);
-        uint32_t log;
+        uint32_t log, count = 1;
         uint64_t pos;
-        switch (li_rand(&seed) % 3) {
+        switch (li_rand(&seed) % 4) {
         case 0: /* where a sequential layout in log 1 puts it: runs join */
             log = 1;
             pos = (uint64_t)e * REC;
@@ -152,15 +163,25 @@ static void test_index_random_against_model(void)
             log = 2;
             pos = (uint64_t)(e + 7) * REC;
             break;
-        default: /* anywhere */
+        case 2: /* anywhere */
             log = 3 + (uint32_t)(li_rand(&seed) % 3);
             pos = (li_rand(&seed) % 1000) * REC;
             break;
+        default: /* a run of up to 40 (an index summary's), anywhere */
+            count = 1 + (uint32_t)(li_rand(&seed) % 40);
+            if (e + count > LI_N)
+                count = (uint32_t)(LI_N - e);
+            log = (uint32_t)(li_rand(&seed) % 2) ? 1 : 6;
+            pos = (li_rand(&seed) % 2) ? (uint64_t)e * REC : (li_rand(&seed) % 1000) * REC;
+            break;
         }
-        ok = ledger_index_put(l, e, log, pos, 1) == 0;
-        m.set[e] = true;
-        m.log[e] = log;
-        m.pos[e] = pos;
+        ok = (count == 1 ? ledger_index_put(l, e, log, pos, 1)
+                         : ledger_index_put_run(l, e, count, log, pos, 1)) == 0;
+        for (uint32_t i = 0; i < count; i++) {
+            m.set[e + i] = true;
+            m.log[e + i] = log;
+            m.pos[e + i] = pos + (uint64_t)i * REC;
+        }
         for (int64_t x = 0; x < LI_N && ok; x++) {
             idx_ref_t r;
             bool found = ledger_index_find(l, x, &r);
@@ -292,17 +313,356 @@ static void test_index_reads_counted_as_largest(void)
     free(dir);
 }
 
+/* ------------------------------------------------------ index summaries -- */
+
+static int li_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct li_text {
+    char *p;
+    size_t len, cap;
+} li_text_t;
+
+static void li_printf(li_text_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void li_printf(li_text_t *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (t->len + (size_t)n + 1 > t->cap) {
+        t->cap = 2 * (t->len + (size_t)n + 1);
+        t->p = realloc(t->p, t->cap);
+        TEST_REQUIRE(t->p != NULL);
+    }
+    va_start(ap, fmt);
+    vsnprintf(t->p + t->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)n;
+}
+
+/* Everything an open builds from the entry logs, as text: each ledger's
+ * flags, last entry, largest length and runs, each log's bytes per ledger. */
+static char *li_dump(bookie_t *bk)
+{
+    li_text_t t = {0};
+    li_printf(&t, "%s", "");
+    pthread_mutex_lock(&bk->lock);
+    size_t n = qmap64_size(bk->ledgers.map), k = 0;
+    int64_t *ids = calloc(n + 1, sizeof *ids);
+    TEST_REQUIRE(ids != NULL);
+    qmap_iter_t it = {0};
+    uint64_t key;
+    while (qmap64_next(bk->ledgers.map, &it, &key, NULL))
+        ids[k++] = (int64_t)key;
+    qsort(ids, k, sizeof *ids, li_cmp_i64);
+    for (size_t i = 0; i < k; i++) {
+        const ledger_t *l = ledger_find(&bk->ledgers, ids[i]);
+        li_printf(&t, "ledger %lld deleted %d fenced %d last %lld max %u:", (long long)l->id,
+                  l->deleted, l->fenced, (long long)l->last_entry, l->max_length);
+        for (uint32_t r = 0; r < l->nruns; r++)
+            li_printf(&t, " %lld+%u@%u:%llu", (long long)l->runs[r].first, l->runs[r].count,
+                      l->runs[r].log_id, (unsigned long long)l->runs[r].pos);
+        li_printf(&t, "\n");
+    }
+    for (uint32_t i = 0; i < bk->logs.count; i++) {
+        const entry_log_t *log = bk->logs.logs[i];
+        li_printf(&t, "log %u idx %llu:", log->id, (unsigned long long)log->idx_size);
+        int64_t *pairs = calloc(2 * (size_t)log->ledgers.count + 2, sizeof *pairs);
+        TEST_REQUIRE(pairs != NULL);
+        uint32_t np = 0;
+        for (uint32_t j = 0; j < log->ledgers.cap; j++)
+            if (log->ledgers.keys[j]) {
+                pairs[2 * np] = (int64_t)log->ledgers.keys[j] - 1;
+                pairs[2 * np + 1] = (int64_t)log->ledgers.vals[j];
+                np++;
+            }
+        qsort(pairs, np, 2 * sizeof *pairs, li_cmp_i64);
+        for (uint32_t j = 0; j < np; j++)
+            li_printf(&t, " %lld=%lld", (long long)pairs[2 * j], (long long)pairs[2 * j + 1]);
+        li_printf(&t, "\n");
+        free(pairs);
+    }
+    pthread_mutex_unlock(&bk->lock);
+    free(ids);
+    return t.p;
+}
+
+/* Calls fn(dir/ledgers, name) for each file of dir/ledgers ending in ext. */
+static int li_each_file(const char *dir, const char *ext, void (*fn)(const char *, const char *))
+{
+    char ldir[4096];
+    snprintf(ldir, sizeof ldir, "%s/ledgers", dir);
+    DIR *d = opendir(ldir);
+    TEST_REQUIRE(d != NULL);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name), el = strlen(ext);
+        if (l > el && strcmp(de->d_name + l - el, ext) == 0) {
+            fn(ldir, de->d_name);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static void li_unlink(const char *ldir, const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", ldir, name);
+    TEST_REQUIRE(unlink(path) == 0);
+}
+
+/* Replaces <id>.sum by one covering the first half of <id>.idx's records,
+ * one run per record (what the open must merge), read from the .idx itself. */
+static void li_half_summary(const char *ldir, const char *name)
+{
+    char path[4200];
+    uint32_t id = (uint32_t)strtoul(name, NULL, 16);
+    snprintf(path, sizeof path, "%s/%08x.idx", ldir, id);
+    int fd = open(path, O_RDONLY);
+    TEST_REQUIRE(fd >= 0);
+    struct stat st, lst;
+    TEST_REQUIRE(fstat(fd, &st) == 0);
+    size_t n = (size_t)st.st_size / REC / 2;
+    uint8_t *recs = malloc(n * REC + 1);
+    TEST_REQUIRE(recs != NULL && bk_pread_all(fd, recs, n * REC, 0) == 0);
+    close(fd);
+    snprintf(path, sizeof path, "%s/%08x.log", ldir, id);
+    TEST_REQUIRE(stat(path, &lst) == 0);
+    idx_summary_t s = {.log_id = id, .idx_size = n * REC, .log_size = (uint64_t)lst.st_size};
+    s.runs = calloc(n + 1, sizeof *s.runs);
+    s.ledgers = calloc(n + 1, sizeof *s.ledgers);
+    TEST_REQUIRE(s.runs && s.ledgers);
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *r = recs + i * REC;
+        int64_t lid = (int64_t)get_le64(r);
+        uint32_t len = get_le32(r + 24);
+        s.runs[s.nruns++] = (idx_sum_run_t){lid, (int64_t)get_le64(r + 8), i * REC, 1, len};
+        uint32_t j = 0;
+        while (j < s.nledgers && s.ledgers[j].id != lid)
+            j++;
+        if (j == s.nledgers)
+            s.ledgers[s.nledgers++] = (idx_sum_ledger_t){lid, 0};
+        s.ledgers[j].bytes += ELOG_HEADER_BYTES + len;
+    }
+    uint8_t *buf;
+    size_t len;
+    TEST_REQUIRE(idx_summary_encode(&s, &buf, &len) == 0);
+    TEST_REQUIRE(bk_write_file_atomic(ldir, name, buf, len) == 0);
+    free(buf);
+    free(s.runs);
+    free(s.ledgers);
+    free(recs);
+}
+
+/* Rewrites the summary's header field at off (8 bytes) with v and seals it
+ * with a valid checksum: a summary that says more than is there. */
+static uint64_t li_set_v;
+static size_t li_set_off;
+static void li_summary_set(const char *ldir, const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", ldir, name);
+    int fd = open(path, O_RDWR);
+    TEST_REQUIRE(fd >= 0);
+    struct stat st;
+    TEST_REQUIRE(fstat(fd, &st) == 0);
+    size_t n = (size_t)st.st_size;
+    uint8_t *b = malloc(n);
+    TEST_REQUIRE(b && bk_pread_all(fd, b, n, 0) == 0);
+    put_le64(b + li_set_off, li_set_v);
+    put_le32(b + n - 4, crc32c(0, b, n - 4));
+    TEST_REQUIRE(bk_pwrite_all(fd, b, n, 0) == 0);
+    close(fd);
+    free(b);
+}
+
+static void li_flip_summary(const char *ldir, const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", ldir, name);
+    bt_flip_byte(path, IDX_SUMMARY_HEADER_BYTES + 3);
+}
+
+/* Several ledgers over many flushes (64-KiB write cache), large entries in
+ * direct logs, a re-added entry and a deleted ledger: what a summary has to
+ * carry. */
+static void li_summary_workload(bookie_t *bk)
+{
+    for (int64_t e = 0; e < 1500; e++)
+        for (int64_t l = 1; l <= 3; l++)
+            TEST_REQUIRE(bt_add(bk, l, e, e - 1, 200 + (size_t)(l * 10)) == 0);
+    for (int64_t e = 0; e < 12; e++)
+        TEST_REQUIRE(bt_add(bk, 5, e, e - 1, 20000 + (size_t)e) == 0); /* direct logs */
+    for (int64_t e = 0; e < 100; e++)
+        TEST_REQUIRE(bt_add(bk, 4, e, e - 1, 300) == 0);
+    TEST_REQUIRE(bt_add(bk, 2, 700, 1498, 250) == 0); /* a re-add, bigger */
+    TEST_REQUIRE(bt_delete(bk, 4) == 0);
+}
+
+/* A bookie on dir after li_summary_workload: 64-KiB write cache, no read
+ * cache, 256-KiB entry logs (several: the order between them counts). */
+static bookie_t *li_summary_start(bookie_config_t *cfg, const char *dir)
+{
+    bt_config(cfg, dir);
+    cfg->write_cache_bytes = 64u << 10;
+    cfg->read_cache_bytes = 0;
+    cfg->entry_log_size_bytes = 256u << 10;
+    bookie_t *bk = bt_open(cfg);
+    li_summary_workload(bk);
+    return bk;
+}
+
+static void li_summary_verify(bookie_t *bk)
+{
+    for (int64_t l = 1; l <= 3; l++)
+        for (int64_t e = 0; e < 1500; e += 13)
+            CU_ASSERT_EQUAL(bt_verify(bk, l, e, l == 2 && e == 700 ? 250 : 200 + (size_t)(l * 10)),
+                            0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 2, 700, 250), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 3, 1499, 230), 0);
+    for (int64_t e = 0; e < 12; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 5, e, 20000 + (size_t)e), 0);
+    CU_ASSERT_NOT_EQUAL(bt_read(bk, 4, 0, NULL, NULL), 0);
+}
+
+/* The index an open builds is the same from summaries, from summaries of a
+ * prefix and the .idx tails, and from the .idx files alone; a summary that
+ * is damaged, covers more than its .idx, or belongs to a longer log is set
+ * aside (and the .idx read whole). */
+static void test_index_summaries_same_index(void)
+{
+    char *dir = bt_dir("bk-summary");
+    bookie_config_t cfg;
+    bookie_t *bk = li_summary_start(&cfg, dir);
+    bookie_close(bk); /* writes the summaries */
+    int logs = bt_count_files(dir, "ledgers", ".idx", NULL, 0);
+    CU_ASSERT_TRUE(logs >= 3);
+    printf("\n    %d entry logs, each with a summary\n", logs);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".sum", NULL, 0), logs);
+
+    bk = bt_open(&cfg); /* from the summaries */
+    char *from_sum = li_dump(bk);
+    li_summary_verify(bk);
+    bookie_close(bk);
+
+    CU_ASSERT_EQUAL(li_each_file(dir, ".sum", li_unlink), logs);
+    bk = bt_open(&cfg); /* from the .idx files alone */
+    char *from_idx = li_dump(bk);
+    li_summary_verify(bk);
+    bookie_close(bk); /* writes them again */
+    CU_ASSERT_STRING_EQUAL(from_sum, from_idx);
+    if (strcmp(from_sum, from_idx) != 0)
+        fprintf(stderr, "\nfrom summaries:\n%s\nfrom .idx:\n%s\n", from_sum, from_idx);
+
+    CU_ASSERT_EQUAL(li_each_file(dir, ".sum", li_half_summary), logs);
+    bk = bt_open(&cfg); /* half from summaries, one run per record; the rest from the tails */
+    char *from_half = li_dump(bk);
+    li_summary_verify(bk);
+    bookie_close(bk);
+    CU_ASSERT_STRING_EQUAL(from_half, from_idx);
+
+    char *bad[3];
+    for (int k = 0; k < 3; k++) {
+        if (k == 0)
+            li_each_file(dir, ".sum", li_flip_summary);
+        li_set_off = k == 1 ? 8 : 16; /* idx bytes covered; log bytes then */
+        li_set_v = 1ull << 40;
+        if (k > 0)
+            li_each_file(dir, ".sum", li_summary_set);
+        bk = bt_open(&cfg);
+        bad[k] = li_dump(bk);
+        li_summary_verify(bk);
+        CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".sum", NULL, 0), 0); /* set aside */
+        bookie_close(bk);
+        CU_ASSERT_STRING_EQUAL(bad[k], from_idx);
+        CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".sum", NULL, 0), logs);
+    }
+    for (int k = 0; k < 3; k++)
+        free(bad[k]);
+    free(from_sum);
+    free(from_idx);
+    free(from_half);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* A crash writes no summaries: what was added since the last clean close is
+ * found in the .idx files (logs without a summary, and tails), and the next
+ * clean close summarizes them. GC removes a log's summary with the log. */
+static void test_index_summaries_after_crash_and_gc(void)
+{
+    char *dir = bt_dir("bk-summary-crash");
+    bookie_config_t cfg;
+    bookie_t *bk = li_summary_start(&cfg, dir);
+    bookie_close(bk);
+    int logs = bt_count_files(dir, "ledgers", ".sum", NULL, 0);
+    bk = bt_open(&cfg);
+    for (int64_t e = 0; e < 600; e++)
+        TEST_REQUIRE(bt_add(bk, 7, e, e - 1, 180) == 0);
+    TEST_REQUIRE(bt_add(bk, 1, 1500, 1499, 210) == 0);
+    bookie_test_abandon(bk); /* kill -9: the journal holds what no flush wrote */
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".sum", NULL, 0), logs);
+    bk = bt_open(&cfg);
+    li_summary_verify(bk);
+    for (int64_t e = 0; e < 600; e += 7)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, 180), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 1, 1500, 210), 0);
+    char *after_crash = li_dump(bk);
+    bookie_close(bk);
+    int now = bt_count_files(dir, "ledgers", ".idx", NULL, 0);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".sum", NULL, 0), now);
+    CU_ASSERT_TRUE(now > logs);
+    li_each_file(dir, ".sum", li_unlink);
+    bk = bt_open(&cfg);
+    char *from_idx = li_dump(bk);
+    CU_ASSERT_STRING_EQUAL(after_crash, from_idx);
+    bookie_close(bk);
+    bk = bt_open(&cfg); /* from summaries again */
+    /* Every ledger but 7 deleted: GC removes their logs, summaries included. */
+    for (int64_t l = 1; l <= 5; l++)
+        if (l != 4)
+            TEST_REQUIRE(bt_delete(bk, l) == 0);
+    TEST_REQUIRE(bt_gc(bk) == 0);
+    CU_ASSERT_TRUE(bt_count_files(dir, "ledgers", ".idx", NULL, 0) < now);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".sum", NULL, 0),
+                    bt_count_files(dir, "ledgers", ".idx", NULL, 0));
+    bookie_close(bk);
+    int left = bt_count_files(dir, "ledgers", ".idx", NULL, 0);
+    CU_ASSERT_TRUE(left < now);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".sum", NULL, 0), left);
+    bk = bt_open(&cfg);
+    for (int64_t e = 0; e < 600; e += 7)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, 180), 0);
+    CU_ASSERT_NOT_EQUAL(bt_read(bk, 1, 0, NULL, NULL), 0);
+    bookie_close(bk);
+    free(after_crash);
+    free(from_idx);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 void bookie_index_register(void)
 {
     CU_pSuite s = CU_add_suite("bookie index", NULL, NULL);
     CU_add_test(s, "appends from one idx file are one run", test_index_append_one_run);
     CU_add_test(s, "a re-add splits a run; its old place merges it again",
                 test_index_split_and_merge);
-    CU_add_test(s, "random puts agree with a per-entry model, in the fewest runs",
+    CU_add_test(s, "random puts and runs agree with a per-entry model, in the fewest runs",
                 test_index_random_against_model);
     CU_add_test(s, "a ledger's entries of one flush are one run; read back after reopen",
                 test_index_bookie_runs_per_flush);
     CU_add_test(s, "a damaged idx record fails the read", test_index_damaged_idx_record);
     CU_add_test(s, "a read counts as its ledger's largest entry in flight",
                 test_index_reads_counted_as_largest);
+    CU_add_test(s, "summaries, prefix summaries and .idx files give the same index",
+                test_index_summaries_same_index);
+    CU_add_test(s, "after a crash, tails and new logs are read; GC removes summaries",
+                test_index_summaries_after_crash_and_gc);
 }

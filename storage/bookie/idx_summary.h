@@ -1,0 +1,90 @@
+/*
+ * idx_summary.h — index summaries: what an entry log's .idx says, in runs
+ * (private to storage/bookie/).
+ *
+ * Rebuilding the index at open from every .idx record is O(entries): 1.2 s
+ * for 22 million small entries (4.4 GB of logs), growing with the data kept.
+ * A clean close therefore writes, next to each <id>.idx that grew since its
+ * last summary, <id>.sum: the runs of the in-memory index that point into
+ * that .idx (ledger_index.h) and the bytes per ledger the log holds (for GC).
+ * An open applies a valid summary in O(runs) and then reads only the .idx
+ * records after the prefix it covers; a log without one (none written yet, a
+ * crash since, a damaged file) is read record by record, as before.
+ *
+ * Why a summary of a prefix stays right: .idx files are only appended to,
+ * and a later location of an entry is always after its earlier one (higher
+ * log id, or later in the same .idx; entry_log.h). A summary holds, for the
+ * entries whose newest location at close was in its log, that location. At
+ * open, logs are applied in id order, each summary then its .idx's tail:
+ * an entry's newest location overall is either in a summary (it was already
+ * the newest at that close) or in a tail, and nothing applied after it can
+ * name the same entry. Entries a summary leaves out were newer elsewhere;
+ * that newer record is in a later log or later in the same .idx, and wins.
+ *
+ * <id>.sum (little-endian), written with bk_write_file_atomic:
+ *
+ *   offset size meaning
+ *   0      4    magic 0x31534951 ("QIS1")
+ *   4      4    log id
+ *   8      8    bytes of <id>.idx covered (a multiple of 32)
+ *   16     8    bytes of <id>.log then (the log is never shorter)
+ *   24     4    ledgers: L
+ *   28     4    runs: R
+ *   32     16*L per ledger: id (8), bytes of its records in the log (8)
+ *   ...    32*R per run: ledger id (8), first entry id (8), byte position of
+ *               its first idx record in <id>.idx (8), entries (4), largest
+ *               payload of the ledger's (4: what a read of it is counted
+ *               as before its idx record is read; ledger_index.h)
+ *   ...    4    crc32c of everything before it
+ *
+ * A summary is used only when its checksum, magic and log id match, its
+ * counts fit the file, every run lies inside the covered prefix, and the
+ * .idx and .log on disk are at least as long as it says; otherwise it is
+ * removed with a warning and the .idx is read whole.
+ */
+#ifndef QUIRE_STORAGE_BOOKIE_IDX_SUMMARY_H
+#define QUIRE_STORAGE_BOOKIE_IDX_SUMMARY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IDX_SUMMARY_MAGIC 0x31534951u
+#define IDX_SUMMARY_HEADER_BYTES 32u
+#define IDX_SUMMARY_LEDGER_BYTES 16u
+#define IDX_SUMMARY_RUN_BYTES 32u
+
+typedef struct idx_sum_ledger {
+    int64_t id;
+    uint64_t bytes;
+} idx_sum_ledger_t;
+
+typedef struct idx_sum_run {
+    int64_t ledger_id;
+    int64_t first;
+    uint64_t pos;
+    uint32_t count;
+    uint32_t max_length;
+} idx_sum_run_t;
+
+typedef struct idx_summary {
+    uint32_t log_id;
+    uint64_t idx_size, log_size;
+    idx_sum_ledger_t *ledgers;
+    uint32_t nledgers;
+    idx_sum_run_t *runs;
+    uint32_t nruns;
+} idx_summary_t;
+
+/* Encodes s into a new buffer (*out, *len; the caller frees it). 0 or -ENOMEM. */
+int idx_summary_encode(const idx_summary_t *s, uint8_t **out, size_t *len);
+/* Decodes and checks buf (the whole file) for log_id; s's arrays are new
+ * (idx_summary_free). 0, or QE_CORRUPT with *why set to a short reason, or
+ * -ENOMEM. */
+int idx_summary_decode(const uint8_t *buf, size_t len, uint32_t log_id, idx_summary_t *s,
+                       const char **why);
+void idx_summary_free(idx_summary_t *s);
+
+/* The file's name for log id: "<8 hex digits>.sum" (out of at least 13 bytes). */
+void idx_summary_name(uint32_t log_id, char *out, size_t len);
+
+#endif
