@@ -363,8 +363,8 @@ static void stats_consumer(const broker_admin_consumer_view_t *v, void *arg)
     iso_time(v->connected_since_ms, since, sizeof since);
     json_array_append_new(
         sb->current_sub,
-        json_pack("{sfsfsIsIsfsssIsIsIsbsssssss{}}", "msgRateOut", 0.0, "msgThroughputOut", 0.0,
-                  "bytesOutCounter", (json_int_t)v->bytes_out, "msgOutCounter",
+        json_pack("{sfsfsIsIsfsssIsIsIsbsssssss{}}", "msgRateOut", v->rate_out, "msgThroughputOut",
+                  v->throughput_out, "bytesOutCounter", (json_int_t)v->bytes_out, "msgOutCounter",
                   (json_int_t)v->msg_out, "msgRateRedeliver", 0.0, "consumerName", v->name,
                   "availablePermits", (json_int_t)v->available_permits, "unackedMessages",
                   (json_int_t)v->unacked_messages, "avgMessagesPerEntry",

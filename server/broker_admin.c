@@ -234,22 +234,23 @@ int broker_admin_topic(broker_t *b, const char *topic, broker_admin_topic_fn fn,
     return 0;
 }
 
-/* Measured rates of a producer: traffic since the previous sample (at least
- * one second back; the first sample counts from the connection's start). */
-static void producer_rate_sample(producer_t *p, int64_t now_ms)
+/* Measured rates of a producer or consumer: traffic since the previous sample
+ * (at least one second back; the first sample counts from start_ms, when it
+ * connected). */
+static void rate_sample(traffic_rate_t *r, uint64_t msgs, uint64_t bytes, int64_t start_ms,
+                        int64_t now_ms)
 {
-    int64_t since =
-        p->rate_sample_ms ? p->rate_sample_ms : (p->conn ? p->conn->connected_since_ms : now_ms);
-    if (now_ms - since < 1000 && p->rate_sample_ms)
+    int64_t since = r->sample_ms ? r->sample_ms : start_ms;
+    if (now_ms - since < 1000 && r->sample_ms)
         return; /* keep the last window's rate */
     double secs = (double)(now_ms - since) / 1000.0;
     if (secs <= 0)
         return;
-    p->rate_msgs = (double)(p->msg_in - p->rate_sample_msgs) / secs;
-    p->rate_bytes = (double)(p->bytes_in - p->rate_sample_bytes) / secs;
-    p->rate_sample_ms = now_ms;
-    p->rate_sample_msgs = p->msg_in;
-    p->rate_sample_bytes = p->bytes_in;
+    r->msgs = (double)(msgs - r->sample_msgs) / secs;
+    r->bytes = (double)(bytes - r->sample_bytes) / secs;
+    r->sample_ms = now_ms;
+    r->sample_msgs = msgs;
+    r->sample_bytes = bytes;
 }
 
 int broker_admin_producers(broker_t *b, const char *topic, broker_admin_producer_fn fn, void *arg)
@@ -259,7 +260,8 @@ int broker_admin_producers(broker_t *b, const char *topic, broker_admin_producer
         return QE_NOT_FOUND;
     int64_t now = clock_wall_ms();
     for (producer_t *p = t->producers; p; p = p->topic_next) {
-        producer_rate_sample(p, now);
+        rate_sample(&p->rate_in, p->msg_in, p->bytes_in,
+                    p->conn ? p->conn->connected_since_ms : now, now);
         broker_admin_producer_view_t v = {
             .name = p->name ? p->name : "",
             .producer_id = p->producer_id,
@@ -269,8 +271,8 @@ int broker_admin_producers(broker_t *b, const char *topic, broker_admin_producer
             .connected_since_ms = p->conn ? p->conn->connected_since_ms : 0,
             .msg_in = p->msg_in,
             .bytes_in = p->bytes_in,
-            .rate_in = p->rate_msgs,
-            .throughput_in = p->rate_bytes,
+            .rate_in = p->rate_in.msgs,
+            .throughput_in = p->rate_in.bytes,
         };
         fn(&v, arg);
     }
@@ -295,8 +297,10 @@ int broker_admin_subscriptions(broker_t *b, const char *topic, broker_admin_subs
 
 static void consumers_of(subscription_t *s, broker_admin_consumer_fn fn, void *arg)
 {
+    int64_t now = clock_wall_ms();
     for (size_t i = 0; i < s->consumers_count; i++) {
         consumer_t *c = s->consumers[i];
+        rate_sample(&c->rate_out, c->msg_out, c->bytes_out, c->connected_since_ms, now);
         broker_admin_consumer_view_t v = {
             .name = c->name ? c->name : "",
             .consumer_id = c->consumer_id,
@@ -304,6 +308,8 @@ static void consumers_of(subscription_t *s, broker_admin_consumer_fn fn, void *a
             .unacked_messages = c->unacked_messages,
             .msg_out = c->msg_out,
             .bytes_out = c->bytes_out,
+            .rate_out = c->rate_out.msgs,
+            .throughput_out = c->rate_out.bytes,
             .avg_msgs_per_entry = (int64_t)(c->avg_msgs_per_entry + 0.5),
             .blocked_on_unacked = c->blocked_on_unacked,
             .address = c->conn ? c->conn->peer : "",

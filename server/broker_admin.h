@@ -92,6 +92,7 @@ typedef struct broker_admin_consumer_view {
     int64_t available_permits;
     uint64_t unacked_messages;
     uint64_t msg_out, bytes_out;
+    double rate_out, throughput_out; /* msg/s, bytes/s since the previous stats read */
     int64_t avg_msgs_per_entry;
     bool blocked_on_unacked; /* at maxUnackedMessagesPerConsumer */
     const char *address;

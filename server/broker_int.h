@@ -297,6 +297,16 @@ static inline void topic_traffic_moving(topic_t *t)
 
 /* -------------------------------------------------------------- producers -- */
 
+/* A producer's or consumer's rate for topic stats, measured over the time
+ * since the previous stats read (at least a second; the first read counts
+ * from the connection's start), as Pulsar's publishers[] and consumers[]
+ * rates are over its stats interval. */
+typedef struct traffic_rate {
+    int64_t sample_ms; /* 0: never read */
+    uint64_t sample_msgs, sample_bytes;
+    double msgs, bytes; /* per second */
+} traffic_rate_t;
+
 struct producer {
     conn_t *conn;
     topic_t *topic;
@@ -309,9 +319,7 @@ struct producer {
     int64_t last_sequence_id;
     /* traffic, for stats: totals, and the rate since the previous stats read */
     uint64_t msg_in, bytes_in;
-    int64_t rate_sample_ms;
-    uint64_t rate_sample_msgs, rate_sample_bytes;
-    double rate_msgs, rate_bytes;
+    traffic_rate_t rate_in;
     bool has_schema_version; /* PRODUCER_SUCCESS.schema_version (schema.c) */
     uint8_t schema_version[8];
     /* access modes (producer_access.c) */
@@ -356,6 +364,7 @@ struct consumer {
      * (dispatcher.c ring_owner) */
     uint32_t *ring_points;
     uint64_t msg_out, bytes_out;
+    traffic_rate_t rate_out;   /* since the previous stats read (broker_admin.c) */
     double avg_msgs_per_entry; /* moving average of the entries sent (Pulsar's stat) */
     int64_t connected_since_ms;
     /* Key_Shared: a consumer that joined while others held unacknowledged

@@ -122,6 +122,34 @@ def test_publisher_stats_are_measured(quire):
     client.close()
 
 
+def test_consumer_stats_are_measured(quire):
+    """Topic stats' consumers carry rates measured from what each was sent (they read 0
+    before): 40 messages of 100 bytes over about a second."""
+    import json
+    topic_local = f"consstats-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://public/default/{topic_local}"
+    client = new_client(quire.service_url)
+    consumer = client.subscribe(topic, "cs")
+    producer = client.create_producer(topic, batching_enabled=False)
+    for _ in range(40):
+        producer.send(b"x" * 100)
+        time.sleep(0.025)
+    for _ in range(40):
+        consumer.acknowledge(consumer.receive(timeout_millis=10000))
+    url = f"{quire.web_url}/admin/v2/persistent/public/default/{topic_local}/stats"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        stats = json.loads(r.read())
+    cons = stats["subscriptions"]["cs"]["consumers"]
+    assert len(cons) == 1
+    assert cons[0]["msgOutCounter"] == 40
+    # 40 messages since it connected, a little over a second ago
+    assert 5 < cons[0]["msgRateOut"] <= 40, cons[0]["msgRateOut"]
+    assert cons[0]["msgThroughputOut"] > cons[0]["msgRateOut"] * 100  # payload plus metadata
+    producer.close()
+    consumer.close()
+    client.close()
+
+
 def _topic_stats(quire, topic_local):
     import json
     url = f"{quire.web_url}/admin/v2/persistent/public/default/{topic_local}/stats"
