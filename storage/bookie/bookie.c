@@ -1309,34 +1309,6 @@ static void sum_runs_push(sum_runs_t *r, const idx_sum_run_t *run)
     r->v[r->n++] = *run;
 }
 
-static int summary_write_one(bookie_t *bk, entry_log_t *log, sum_runs_t *r)
-{
-    idx_summary_t s = {.log_id = log->id,
-                       .idx_size = log->idx_size,
-                       .log_size = log->size,
-                       .runs = r->v,
-                       .nruns = r->n};
-    s.ledgers = calloc(log->ledgers.count ? log->ledgers.count : 1, sizeof *s.ledgers);
-    if (!s.ledgers)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < log->ledgers.cap; i++)
-        if (log->ledgers.keys[i])
-            s.ledgers[s.nledgers++] =
-                (idx_sum_ledger_t){(int64_t)(log->ledgers.keys[i] - 1), log->ledgers.vals[i]};
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    char name[16];
-    idx_summary_name(log->id, name, sizeof name);
-    int rc = idx_summary_encode(&s, &buf, &len);
-    if (rc == 0)
-        rc = bk_write_file_atomic(bk->ldir, name, buf, len);
-    if (rc == 0)
-        log->sum_idx_size = log->idx_size;
-    free(buf);
-    free(s.ledgers);
-    return rc;
-}
-
 /* At a clean close, after the last flush: a summary for each entry log whose
  * .idx grew since its last one, so that the next open reads runs instead of
  * every idx record (idx_summary.h). A summary not written costs only that
@@ -1376,7 +1348,7 @@ static void bookie_write_summaries(bookie_t *bk)
         bool wanted = log->idx_size && log->idx_size != log->sum_idx_size;
         int rc = runs[i].bad ? QE_CORRUPT : 0;
         if (wanted && rc == 0)
-            rc = summary_write_one(bk, log, &runs[i]);
+            rc = elog_write_summary(bk->ldir, log, runs[i].v, runs[i].n);
         if (wanted && rc == 0)
             written++, nruns += runs[i].n;
         else if (wanted)

@@ -568,6 +568,7 @@ void elog_writer_free(elog_writer_t *w)
     free(w->dir);
     free(w->buf);
     free(w->ibuf);
+    free(w->runs);
     memset(w, 0, sizeof *w);
 }
 
@@ -612,12 +613,84 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
 }
 
 /* Creates a new log (+ its idx) and makes it current. */
+/* Notes an appended record in the runs of cur (joined to the last run when
+ * it follows it: a flush appends each ledger's entries in order). */
+static void elog_runs_note(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, uint64_t pos,
+                           uint32_t len)
+{
+    idx_sum_run_t *r = w->nruns ? &w->runs[w->nruns - 1] : NULL;
+    if (r && r->ledger_id == ledger_id && r->first + (int64_t)r->count == entry_id &&
+        r->pos + (uint64_t)r->count * ELOG_IDX_RECORD_BYTES == pos && r->count < UINT32_MAX) {
+        r->count++;
+        if (len > r->max_length)
+            r->max_length = len;
+        return;
+    }
+    if (w->runs_lost)
+        return;
+    if (w->nruns == w->runs_cap) {
+        uint32_t cap = w->runs_cap ? 2 * w->runs_cap : 256;
+        idx_sum_run_t *n = realloc(w->runs, (size_t)cap * sizeof *n);
+        if (!n) {
+            w->runs_lost = true;
+            return;
+        }
+        w->runs = n;
+        w->runs_cap = cap;
+    }
+    w->runs[w->nruns++] = (idx_sum_run_t){ledger_id, entry_id, pos, 1, len};
+}
+
+int elog_write_summary(const char *dir, entry_log_t *log, const idx_sum_run_t *runs, uint32_t nruns)
+{
+    idx_summary_t s = {.log_id = log->id,
+                       .idx_size = log->idx_size,
+                       .log_size = log->size,
+                       .runs = (idx_sum_run_t *)runs,
+                       .nruns = nruns};
+    if (!(s.ledgers = calloc(log->ledgers.count + 1, sizeof *s.ledgers)))
+        return -ENOMEM;
+    for (uint32_t i = 0; i < log->ledgers.cap; i++)
+        if (log->ledgers.keys[i])
+            s.ledgers[s.nledgers++] =
+                (idx_sum_ledger_t){(int64_t)(log->ledgers.keys[i] - 1), log->ledgers.vals[i]};
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    char name[16];
+    idx_summary_name(log->id, name, sizeof name);
+    int rc = idx_summary_encode(&s, &buf, &len);
+    if (rc == 0)
+        rc = bk_write_file_atomic(dir, name, buf, len);
+    if (rc == 0)
+        log->sum_idx_size = log->idx_size;
+    free(buf);
+    free(s.ledgers);
+    return rc;
+}
+
+/* cur, synced, is no longer appended to: its summary, from the runs noted.
+ * Failing costs only reading its .idx at the next start. */
+static void elog_retire(elog_writer_t *w)
+{
+    entry_log_t *log = w->cur;
+    int rc = w->runs_lost ? -ENOMEM : 0;
+    if (rc == 0 && log->idx_size)
+        rc = elog_write_summary(w->dir, log, w->runs, w->nruns);
+    if (rc)
+        log_warn("bookie", "entry log %08" PRIx32 ": no index summary (%s): its .idx will be read",
+                 log->id, q_strerror(rc));
+    w->nruns = 0;
+    w->runs_lost = false;
+}
+
 static int elog_roll(elog_writer_t *w)
 {
     entry_log_t *log;
     int rc = elog_create(w->dir, w->lock, w->table, false, &log);
     if (rc)
         return rc;
+    if (w->cur)
+        elog_retire(w); /* synced by the caller */
     w->cur = log;
     w->wr_off = w->buf_off = 0;
     w->buf_len = 0;
@@ -684,6 +757,7 @@ int elog_append(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, const uin
         rc = lb_map_add(&w->cur->ledgers, ledger_id, rec);
     if (rc)
         return rc;
+    elog_runs_note(w, ledger_id, entry_id, pos, len);
     w->wr_off += rec;
     assert(w->wr_off == w->buf_off + w->buf_len);
     *log_id = w->cur->id;
@@ -726,8 +800,10 @@ int elog_ensure_after(elog_writer_t *w, uint32_t id)
     if (!w->cur || w->cur->id >= id)
         return 0;
     int rc = elog_sync(w);
-    if (rc == 0)
+    if (rc == 0) {
+        elog_retire(w);
         w->cur = NULL; /* retired: stays a log like any other */
+    }
     return rc;
 }
 

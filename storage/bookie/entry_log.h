@@ -134,6 +134,13 @@ typedef struct elog_load_fns {
 } elog_load_fns_t;
 int log_table_load(log_table_t *t, const char *dir, const elog_load_fns_t *fns, uint32_t *next_id);
 
+/* Writes <log id>.sum under dir (idx_summary.h): runs, with log's bytes per
+ * ledger, covering its whole .idx (synced); log->sum_idx_size follows. 0 or
+ * -errno. Flush thread, or at close. */
+struct idx_sum_run;
+int elog_write_summary(const char *dir, entry_log_t *log, const struct idx_sum_run *runs,
+                       uint32_t nruns);
+
 /* Reads the idx record at byte pos of log's .idx (any thread): *offset and
  * *length receive the location of the entry's record in the log. QE_CORRUPT
  * (logged) when the idx record's checksum or ids do not match; -errno on I/O
@@ -175,7 +182,13 @@ typedef struct elog_writer {
     uint64_t buf_off;
     uint8_t *ibuf; /* idx records not yet written */
     size_t ibuf_len, ibuf_cap;
-    int inject; /* test fault injection: next sync fails with this */
+    /* The runs appended to cur, in append order: its index summary, written
+     * when cur is retired (idx_summary.h), so that a start after a crash
+     * reads runs for every log retired before it. */
+    struct idx_sum_run *runs;
+    uint32_t nruns, runs_cap;
+    bool runs_lost; /* no memory for one: no summary for cur */
+    int inject;     /* test fault injection: next sync fails with this */
 } elog_writer_t;
 
 /* New logs take their ids from table->next_id. */

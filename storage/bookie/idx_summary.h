@@ -4,17 +4,21 @@
  *
  * Rebuilding the index at open from every .idx record is O(entries): 1.2 s
  * for 22 million small entries (4.4 GB of logs), growing with the data kept.
- * A clean close therefore writes, next to each <id>.idx that grew since its
- * last summary, <id>.sum: the runs of the in-memory index that point into
- * that .idx (ledger_index.h) and the bytes per ledger the log holds (for GC).
+ * So <id>.sum is written next to <id>.idx: by the flush when it retires the
+ * log it appends to, from the runs it noted while appending (entry_log.c,
+ * in append order: a re-add in the same log comes after what it replaces),
+ * and at a clean close for each .idx that grew since its last summary, from
+ * the runs of the in-memory index that point into it (ledger_index.h). Both
+ * carry the bytes per ledger the log holds (for GC).
  * An open applies a valid summary in O(runs) and then reads only the .idx
  * records after the prefix it covers; a log without one (none written yet, a
  * crash since, a damaged file) is read record by record, as before.
  *
  * Why a summary of a prefix stays right: .idx files are only appended to,
  * and a later location of an entry is always after its earlier one (higher
- * log id, or later in the same .idx; entry_log.h). A summary holds, for the
- * entries whose newest location at close was in its log, that location. At
+ * log id, or later in the same .idx; entry_log.h). A close's summary holds,
+ * for the entries whose newest location then was in its log, that location;
+ * a retired log's holds every record's, in order, which applies the same. At
  * open, logs are applied in id order, each summary then its .idx's tail:
  * an entry's newest location overall is either in a summary (it was already
  * the newest at that close) or in a tail, and nothing applied after it can
@@ -33,8 +37,9 @@
  *   32     16*L per ledger: id (8), bytes of its records in the log (8)
  *   ...    32*R per run: ledger id (8), first entry id (8), byte position of
  *               its first idx record in <id>.idx (8), entries (4), largest
- *               payload of the ledger's (4: what a read of it is counted
- *               as before its idx record is read; ledger_index.h)
+ *               payload (4: of the run's entries, or of its ledger's; at
+ *               least theirs, which a read is counted as and checked
+ *               against before its idx record is read; ledger_index.h)
  *   ...    4    crc32c of everything before it
  *
  * A summary is used only when its checksum, magic and log id match, its
