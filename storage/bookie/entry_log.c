@@ -323,10 +323,15 @@ static int elog_load_summary(entry_log_t *log, const char *dir, uint64_t idx_fil
     free(buf);
     if (rc == -ENOMEM)
         return rc;
+    uint8_t last[ELOG_IDX_RECORD_BYTES] = {0};
     if (rc == 0 && s.idx_size > idx_file_size)
         why = "covers more than its .idx holds", rc = QE_CORRUPT;
     else if (rc == 0 && s.log_size > log->size)
         why = "its .log is shorter than when it was written", rc = QE_CORRUPT;
+    else if (rc == 0 && s.idx_size &&
+             (bk_pread_all(log->idx_fd, last, sizeof last, s.idx_size - sizeof last) != 0 ||
+              memcmp(last, s.last_record, sizeof last) != 0))
+        why = "its .idx is not the one it was written for", rc = QE_CORRUPT;
     if (rc) {
         log_warn("bookie", "%s: %s; reading the whole index instead", path, why);
         idx_summary_free(&s);
@@ -648,6 +653,11 @@ int elog_write_summary(const char *dir, entry_log_t *log, const idx_sum_run_t *r
                        .log_size = log->size,
                        .runs = (idx_sum_run_t *)runs,
                        .nruns = nruns};
+    int rc = log->idx_size ? bk_pread_all(log->idx_fd, s.last_record, sizeof s.last_record,
+                                          log->idx_size - sizeof s.last_record)
+                           : 0;
+    if (rc)
+        return rc;
     if (!(s.ledgers = calloc(log->ledgers.count + 1, sizeof *s.ledgers)))
         return -ENOMEM;
     for (uint32_t i = 0; i < log->ledgers.cap; i++)
@@ -658,7 +668,7 @@ int elog_write_summary(const char *dir, entry_log_t *log, const idx_sum_run_t *r
     size_t len = 0;
     char name[16];
     idx_summary_name(log->id, name, sizeof name);
-    int rc = idx_summary_encode(&s, &buf, &len);
+    rc = idx_summary_encode(&s, &buf, &len);
     if (rc == 0)
         rc = bk_write_file_atomic(dir, name, buf, len);
     if (rc == 0)

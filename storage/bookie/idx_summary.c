@@ -32,6 +32,7 @@ int idx_summary_encode(const idx_summary_t *s, uint8_t **out, size_t *len)
     put_le64(p + 16, s->log_size);
     put_le32(p + 24, s->nledgers);
     put_le32(p + 28, s->nruns);
+    memcpy(p + 32, s->last_record, sizeof s->last_record);
     p += IDX_SUMMARY_HEADER_BYTES;
     for (uint32_t i = 0; i < s->nledgers; i++, p += IDX_SUMMARY_LEDGER_BYTES) {
         put_le64(p, (uint64_t)s->ledgers[i].id);
@@ -81,6 +82,7 @@ int idx_summary_decode(const uint8_t *buf, size_t len, uint32_t log_id, idx_summ
     s->idx_size = get_le64(buf + 8);
     s->log_size = get_le64(buf + 16);
     uint32_t nl = get_le32(buf + 24), nr = get_le32(buf + 28);
+    memcpy(s->last_record, buf + 32, sizeof s->last_record);
     if (s->idx_size % ELOG_IDX_RECORD_BYTES)
         return bad(why, "covers part of an idx record");
     if ((len - IDX_SUMMARY_HEADER_BYTES - 4) !=

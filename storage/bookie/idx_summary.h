@@ -34,7 +34,11 @@
  *   16     8    bytes of <id>.log then (the log is never shorter)
  *   24     4    ledgers: L
  *   28     4    runs: R
- *   32     16*L per ledger: id (8), bytes of its records in the log (8)
+ *   32     32   the last idx record covered, as in <id>.idx (zero if none):
+ *               ties the summary to that file, not to a later one of the
+ *               same name (an older binary's GC does not remove summaries,
+ *               and log ids can come back after the highest log is removed)
+ *   64     16*L per ledger: id (8), bytes of its records in the log (8)
  *   ...    32*R per run: ledger id (8), first entry id (8), byte position of
  *               its first idx record in <id>.idx (8), entries (4), largest
  *               payload (4: of the run's entries, or of its ledger's; at
@@ -43,8 +47,9 @@
  *   ...    4    crc32c of everything before it
  *
  * A summary is used only when its checksum, magic and log id match, its
- * counts fit the file, every run lies inside the covered prefix, and the
- * .idx and .log on disk are at least as long as it says; otherwise it is
+ * counts fit the file, every run lies inside the covered prefix, the .idx
+ * and .log on disk are at least as long as it says and the .idx holds its
+ * last record where it says; otherwise it is
  * removed with a warning and the .idx is read whole.
  */
 #ifndef QUIRE_STORAGE_BOOKIE_IDX_SUMMARY_H
@@ -54,7 +59,7 @@
 #include <stdint.h>
 
 #define IDX_SUMMARY_MAGIC 0x31534951u
-#define IDX_SUMMARY_HEADER_BYTES 32u
+#define IDX_SUMMARY_HEADER_BYTES 64u
 #define IDX_SUMMARY_LEDGER_BYTES 16u
 #define IDX_SUMMARY_RUN_BYTES 32u
 
@@ -74,6 +79,7 @@ typedef struct idx_sum_run {
 typedef struct idx_summary {
     uint32_t log_id;
     uint64_t idx_size, log_size;
+    uint8_t last_record[32]; /* ELOG_IDX_RECORD_BYTES */
     idx_sum_ledger_t *ledgers;
     uint32_t nledgers;
     idx_sum_run_t *runs;

@@ -22,8 +22,10 @@
  *                      bit 2 a torn tail of (flags >> 4) bytes ends the index
  *                      bit 3 an index summary (idx_summary.h) is written too:
  *                            the first bytes of the entry log's (the
- *                            fuzzer's), with a valid magic, log id and (unless
- *                            bit 0) crc; its runs must stay inside the .idx
+ *                            fuzzer's), with a valid magic, log id, last
+ *                            record (when it covers whole records of the
+ *                            .idx) and (unless bit 0) crc; its runs must stay
+ *                            inside the .idx
  *   byte 1      k, the number of index records (k % 17)
  *   k x 28      ledger id (8), entry id (8), offset (8), length (4), all LE;
  *               with bit 0, 4 more bytes each: the crc to store
@@ -196,6 +198,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(sum, log_bytes, n);
         put(sum, IDX_SUMMARY_MAGIC, 4);
         put(sum + 4, 1, 4);
+        uint64_t covered = le(sum + 8, 8);
+        if (n >= IDX_SUMMARY_HEADER_BYTES + 4 && covered >= ELOG_IDX_RECORD_BYTES &&
+            covered <= idx_len && covered % ELOG_IDX_RECORD_BYTES == 0)
+            memcpy(sum + 32, idx + covered - ELOG_IDX_RECORD_BYTES, ELOG_IDX_RECORD_BYTES);
         if (!(flags & 1))
             put(sum + n - 4, crc32c(0, sum, n - 4), 4);
         write_file("00000001.sum", sum, n);

@@ -640,6 +640,61 @@ static void test_index_summaries_of_retired_logs(void)
     free(copy);
 }
 
+static off_t li_file_size(const char *dir, uint32_t id, const char *ext)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ledgers/%08x.%s", dir, id, ext);
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* A summary next to files that are not the ones it was written for (an older
+ * binary's GC removed the log, and a new log took its id): its last record
+ * is not where it says, so it is set aside, although its log id, sizes and
+ * checksum pass. */
+static void test_index_summary_of_replaced_files(void)
+{
+    char *dir = bt_dir("bk-summary-replaced"), *copy = bt_dir("bk-summary-replaced-idx");
+    bookie_config_t cfg, cfg2;
+    bookie_t *bk = li_summary_start(&cfg, dir);
+    bookie_close(bk);
+    uint32_t a = 0, b = 0;
+    for (uint32_t x = 1; x < 64 && !a; x++)
+        for (uint32_t y = 1; y < 64 && !a; y++)
+            if (x != y && li_file_size(dir, x, "sum") > 0 && li_file_size(dir, y, "sum") > 0 &&
+                li_file_size(dir, x, "idx") > 0 &&
+                li_file_size(dir, x, "idx") <= li_file_size(dir, y, "idx") &&
+                li_file_size(dir, x, "log") <= li_file_size(dir, y, "log"))
+                a = x, b = y;
+    TEST_REQUIRE(a != 0);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s/ledgers' && cp %08x.log %08x.log && cp %08x.idx %08x.idx && rm -rf '%s' && "
+             "cp -a '%s' '%s'",
+             dir, b, a, b, a, copy, dir, copy);
+    TEST_REQUIRE(system(cmd) == 0);
+    int sums = li_each_file(copy, ".sum", li_unlink);
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".sum", NULL, 0), sums - 1);
+    CU_ASSERT_EQUAL(li_file_size(dir, a, "sum"), -1);
+    char *from_sum = li_dump(bk);
+    bookie_test_abandon(bk);
+    bt_config(&cfg2, copy);
+    cfg2.write_cache_bytes = cfg.write_cache_bytes;
+    cfg2.read_cache_bytes = cfg.read_cache_bytes;
+    cfg2.entry_log_size_bytes = cfg.entry_log_size_bytes;
+    bk = bt_open(&cfg2);
+    char *from_idx = li_dump(bk);
+    bookie_test_abandon(bk);
+    CU_ASSERT_STRING_EQUAL(from_sum, from_idx);
+    free(from_sum);
+    free(from_idx);
+    test_rm_rf(dir);
+    test_rm_rf(copy);
+    free(dir);
+    free(copy);
+}
+
 /* A crash writes no summaries: what was added since the last clean close is
  * found in the .idx files (logs without a summary, and tails), and the next
  * clean close summarizes them. GC removes a log's summary with the log. */
@@ -712,6 +767,8 @@ void bookie_index_register(void)
                 test_index_summaries_same_index);
     CU_add_test(s, "retired logs get their summary at once; same index after a crash",
                 test_index_summaries_of_retired_logs);
+    CU_add_test(s, "a summary beside files it was not written for is set aside",
+                test_index_summary_of_replaced_files);
     CU_add_test(s, "after a crash, tails and new logs are read; GC removes summaries",
                 test_index_summaries_after_crash_and_gc);
 }
