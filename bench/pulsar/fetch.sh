@@ -2,7 +2,8 @@
 # Downloads Apache Pulsar's broker (org.apache.pulsar:pulsar-broker, see pom.xml for
 # the version) and all its runtime dependencies from Maven Central into a cache
 # directory, for bench/pulsar/run-standalone.sh. Idempotent: does nothing when the
-# jars are already there.
+# jars are already there. Also installs matplotlib (for compare.py's plots) when
+# python3 lacks it.
 # Usage: bench/pulsar/fetch.sh    (env PULSAR_DIST_DIR, default tests/compat/.cache/pulsar-dist)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -10,6 +11,12 @@ root=$(cd "$here/../.." && pwd)
 dist=${PULSAR_DIST_DIR:-$root/tests/compat/.cache/pulsar-dist}
 repo=${PULSAR_M2_DIR:-$root/tests/compat/.cache/m2}
 mkdir -p "$dist"
+# compare.py draws its latency plots with matplotlib (PyPI; Debian's
+# python3-matplotlib serves only Debian's own python3).
+if ! python3 -c 'import matplotlib' 2>/dev/null; then
+  python3 -m pip install --quiet matplotlib ||
+    echo "fetch: matplotlib not installed: compare.py will make no plots" >&2
+fi
 if [ -f "$dist/.complete" ]; then
   echo "fetch: $dist already complete"
   exit 0

@@ -617,7 +617,6 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
     return 0;
 }
 
-/* Creates a new log (+ its idx) and makes it current. */
 /* Notes an appended record in the runs of cur (joined to the last run when
  * it follows it: a flush appends each ledger's entries in order). */
 static void elog_runs_note(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, uint64_t pos,
@@ -693,6 +692,8 @@ static void elog_retire(elog_writer_t *w)
     w->runs_lost = false;
 }
 
+/* Creates a new log (+ its idx) and makes it current; the one it replaces is
+ * retired. */
 static int elog_roll(elog_writer_t *w)
 {
     entry_log_t *log;
