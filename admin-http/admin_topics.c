@@ -365,8 +365,8 @@ static void stats_consumer(const broker_admin_consumer_view_t *v, void *arg)
         sb->current_sub,
         json_pack("{sfsfsIsIsfsssIsIsIsbsssssss{}}", "msgRateOut", v->rate_out, "msgThroughputOut",
                   v->throughput_out, "bytesOutCounter", (json_int_t)v->bytes_out, "msgOutCounter",
-                  (json_int_t)v->msg_out, "msgRateRedeliver", 0.0, "consumerName", v->name,
-                  "availablePermits", (json_int_t)v->available_permits, "unackedMessages",
+                  (json_int_t)v->msg_out, "msgRateRedeliver", v->rate_redeliver, "consumerName",
+                  v->name, "availablePermits", (json_int_t)v->available_permits, "unackedMessages",
                   (json_int_t)v->unacked_messages, "avgMessagesPerEntry",
                   (json_int_t)v->avg_msgs_per_entry, "blockedConsumerOnUnackedMsgs",
                   (int)v->blocked_on_unacked, "address", v->address, "connectedSince", since,
@@ -379,17 +379,18 @@ static void stats_subscription(const broker_admin_subscription_view_t *v, void *
     double rate = 0, tput = 0;
     admin_metrics_sub_rates(sb->req->a->metrics, sb->topic, v->name, &rate, &tput);
     json_t *consumers = json_array();
-    json_t *s = json_pack("{sfsfsIsIsfsIsIsbsIsssbsbsfsIso}", "msgRateOut", rate,
-                          "msgThroughputOut", tput, "bytesOutCounter", (json_int_t)v->bytes_out,
-                          "msgOutCounter", (json_int_t)v->msg_out, "msgRateRedeliver", 0.0,
-                          "msgBacklog", (json_int_t)v->backlog_entries, "msgBacklogNoDelayed",
-                          (json_int_t)(v->backlog_entries > v->delayed_messages
-                                           ? v->backlog_entries - v->delayed_messages
-                                           : 0),
-                          "blockedSubscriptionOnUnackedMsgs", (int)v->blocked_on_unacked,
-                          "unackedMessages", (json_int_t)v->unacked_messages, "type", v->type,
-                          "isDurable", v->durable, "isReplicated", 0, "msgRateExpired", 0.0,
-                          "msgDelayed", (json_int_t)v->delayed_messages, "consumers", consumers);
+    json_t *s =
+        json_pack("{sfsfsIsIsfsIsIsbsIsssbsbsfsIso}", "msgRateOut", rate, "msgThroughputOut", tput,
+                  "bytesOutCounter", (json_int_t)v->bytes_out, "msgOutCounter",
+                  (json_int_t)v->msg_out, "msgRateRedeliver", v->rate_redeliver, "msgBacklog",
+                  (json_int_t)v->backlog_entries, "msgBacklogNoDelayed",
+                  (json_int_t)(v->backlog_entries > v->delayed_messages
+                                   ? v->backlog_entries - v->delayed_messages
+                                   : 0),
+                  "blockedSubscriptionOnUnackedMsgs", (int)v->blocked_on_unacked, "unackedMessages",
+                  (json_int_t)v->unacked_messages, "type", v->type, "isDurable", v->durable,
+                  "isReplicated", 0, "msgRateExpired", v->rate_expired, "msgDelayed",
+                  (json_int_t)v->delayed_messages, "consumers", consumers);
     json_object_set_new(s, "totalMsgExpired", json_integer((json_int_t)v->msg_expired));
     json_t *meta = v->meta_json ? json_loads(v->meta_json, 0, NULL) : NULL;
     json_t *props = json_object_get(meta, "properties");
@@ -658,9 +659,11 @@ static void pstats_finish(admin_req_t *req)
                 json_object_set(json_object_get(total, "subscriptions"), sname, sv);
                 continue;
             }
-            static const char *const sub_summed[] = {
-                "msgRateOut",    "msgThroughputOut", "msgBacklog", "unackedMessages",
-                "msgOutCounter", "bytesOutCounter",  NULL};
+            static const char *const sub_summed[] = {"msgRateOut",       "msgThroughputOut",
+                                                     "msgBacklog",       "unackedMessages",
+                                                     "msgOutCounter",    "bytesOutCounter",
+                                                     "msgRateRedeliver", "msgRateExpired",
+                                                     "totalMsgExpired",  NULL};
             for (size_t k = 0; sub_summed[k]; k++)
                 sum_field(have, sv, sub_summed[k]);
             json_array_extend(json_object_get(have, "consumers"), json_object_get(sv, "consumers"));

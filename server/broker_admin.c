@@ -91,6 +91,25 @@ static subscription_t *find_sub(broker_t *b, const char *topic, const char *sub,
 
 /* ------------------------------------------------------------------ views -- */
 
+/* Measured rates of a producer, consumer or subscription: traffic since the
+ * previous sample (at least one second back; the first sample counts from
+ * start_ms, when it connected or was loaded). */
+static void rate_sample(traffic_rate_t *r, uint64_t msgs, uint64_t bytes, int64_t start_ms,
+                        int64_t now_ms)
+{
+    int64_t since = r->sample_ms ? r->sample_ms : start_ms;
+    if (now_ms - since < 1000 && r->sample_ms)
+        return; /* keep the last window's rate */
+    double secs = (double)(now_ms - since) / 1000.0;
+    if (secs <= 0)
+        return;
+    r->msgs = (double)(msgs - r->sample_msgs) / secs;
+    r->bytes = (double)(bytes - r->sample_bytes) / secs;
+    r->sample_ms = now_ms;
+    r->sample_msgs = msgs;
+    r->sample_bytes = bytes;
+}
+
 static void sub_view(subscription_t *s, broker_admin_subscription_view_t *v)
 {
     memset(v, 0, sizeof *v);
@@ -111,6 +130,11 @@ static void sub_view(subscription_t *s, broker_admin_subscription_view_t *v)
     v->meta_json = subscription_meta_json(s);
     v->delayed_messages = delayed_count(s);
     v->msg_expired = s->msg_expired;
+    int64_t now = clock_wall_ms();
+    rate_sample(&s->rate_redeliver, s->msg_redelivered, 0, s->loaded_ms, now);
+    rate_sample(&s->rate_expired, s->msg_expired, 0, s->loaded_ms, now);
+    v->rate_redeliver = s->rate_redeliver.msgs;
+    v->rate_expired = s->rate_expired.msgs;
     v->blocked_on_unacked = limits_subscription_blocked(s);
 }
 
@@ -234,25 +258,6 @@ int broker_admin_topic(broker_t *b, const char *topic, broker_admin_topic_fn fn,
     return 0;
 }
 
-/* Measured rates of a producer or consumer: traffic since the previous sample
- * (at least one second back; the first sample counts from start_ms, when it
- * connected). */
-static void rate_sample(traffic_rate_t *r, uint64_t msgs, uint64_t bytes, int64_t start_ms,
-                        int64_t now_ms)
-{
-    int64_t since = r->sample_ms ? r->sample_ms : start_ms;
-    if (now_ms - since < 1000 && r->sample_ms)
-        return; /* keep the last window's rate */
-    double secs = (double)(now_ms - since) / 1000.0;
-    if (secs <= 0)
-        return;
-    r->msgs = (double)(msgs - r->sample_msgs) / secs;
-    r->bytes = (double)(bytes - r->sample_bytes) / secs;
-    r->sample_ms = now_ms;
-    r->sample_msgs = msgs;
-    r->sample_bytes = bytes;
-}
-
 int broker_admin_producers(broker_t *b, const char *topic, broker_admin_producer_fn fn, void *arg)
 {
     topic_t *t = ready_topic(b, topic);
@@ -301,6 +306,7 @@ static void consumers_of(subscription_t *s, broker_admin_consumer_fn fn, void *a
     for (size_t i = 0; i < s->consumers_count; i++) {
         consumer_t *c = s->consumers[i];
         rate_sample(&c->rate_out, c->msg_out, c->bytes_out, c->connected_since_ms, now);
+        rate_sample(&c->rate_redeliver, c->msg_redelivered, 0, c->connected_since_ms, now);
         broker_admin_consumer_view_t v = {
             .name = c->name ? c->name : "",
             .consumer_id = c->consumer_id,
@@ -310,6 +316,7 @@ static void consumers_of(subscription_t *s, broker_admin_consumer_fn fn, void *a
             .bytes_out = c->bytes_out,
             .rate_out = c->rate_out.msgs,
             .throughput_out = c->rate_out.bytes,
+            .rate_redeliver = c->rate_redeliver.msgs,
             .avg_msgs_per_entry = (int64_t)(c->avg_msgs_per_entry + 0.5),
             .blocked_on_unacked = c->blocked_on_unacked,
             .address = c->conn ? c->conn->peer : "",

@@ -83,6 +83,8 @@ typedef struct broker_admin_subscription_view {
     const char *meta_json;
     uint64_t delayed_messages; /* held until their deliver_at_time (delayed.c) */
     uint64_t msg_expired;      /* by TTL or backlog age eviction since loaded */
+    double rate_redeliver;     /* msg/s sent again, since the previous stats read */
+    double rate_expired;       /* msg/s expired, since the previous stats read */
     bool blocked_on_unacked;   /* at maxUnackedMessagesPerSubscription */
 } broker_admin_subscription_view_t;
 
@@ -93,6 +95,7 @@ typedef struct broker_admin_consumer_view {
     uint64_t unacked_messages;
     uint64_t msg_out, bytes_out;
     double rate_out, throughput_out; /* msg/s, bytes/s since the previous stats read */
+    double rate_redeliver;           /* msg/s sent again, since the previous stats read */
     int64_t avg_msgs_per_entry;
     bool blocked_on_unacked; /* at maxUnackedMessagesPerConsumer */
     const char *address;

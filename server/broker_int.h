@@ -364,7 +364,9 @@ struct consumer {
      * (dispatcher.c ring_owner) */
     uint32_t *ring_points;
     uint64_t msg_out, bytes_out;
-    traffic_rate_t rate_out;   /* since the previous stats read (broker_admin.c) */
+    uint64_t msg_redelivered; /* messages sent again (their redelivery count > 0) */
+    traffic_rate_t rate_out;  /* since the previous stats read (broker_admin.c) */
+    traffic_rate_t rate_redeliver;
     double avg_msgs_per_entry; /* moving average of the entries sent (Pulsar's stat) */
     int64_t connected_since_ms;
     /* Key_Shared: a consumer that joined while others held unacknowledged
@@ -417,10 +419,13 @@ struct subscription {
      * that created it, as JSON (subscription_meta.c); NULL: none given, or
      * persisted in the managed ledger's properties (restored subscriptions) */
     char *meta_json;
-    struct delayed_index *delayed;    /* entries held until deliver_at_time (delayed.c) */
-    int64_t active_until_ms;          /* subscription expiry (expiry.c) */
-    bool expiring;                    /* a TTL/age search is running (expiry.c) */
-    uint64_t msg_expired;             /* entries expired by TTL or age eviction */
+    struct delayed_index *delayed; /* entries held until deliver_at_time (delayed.c) */
+    int64_t active_until_ms;       /* subscription expiry (expiry.c) */
+    bool expiring;                 /* a TTL/age search is running (expiry.c) */
+    uint64_t msg_expired;          /* entries expired by TTL or age eviction */
+    uint64_t msg_redelivered;      /* messages sent again (their redelivery count > 0) */
+    int64_t loaded_ms;             /* wall clock when created or loaded: rates from there */
+    traffic_rate_t rate_redeliver, rate_expired; /* since the previous stats read */
     struct compaction_sub *compacted; /* read_compacted state (compaction.c); NULL: reads as is */
 };
 

@@ -234,6 +234,7 @@ static subscription_t *subscription_new(topic_t *t, const subscribe_ctx_t *ctx)
     s->type = ctx->sub_type;
     s->durable = ctx->durable;
     s->key_shared_mode = ctx->key_shared_mode;
+    s->loaded_ms = clock_wall_ms();
     s->redelivery_counts = qmap64_new();
     s->replay_hashes = qmap64_new();
     if (!s->name || !s->redelivery_counts || !s->replay_hashes ||

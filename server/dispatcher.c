@@ -481,6 +481,10 @@ static int send_entry(subscription_t *s, consumer_t *cons, const ml_entry_t *e,
     }
     cons->msg_out += (uint64_t)info->num_messages;
     cons->bytes_out += e->data->len;
+    if (redelivery > 0) {
+        cons->msg_redelivered += (uint64_t)info->num_messages;
+        s->msg_redelivered += (uint64_t)info->num_messages;
+    }
     avg_update(&cons->avg_msgs_per_entry, info->num_messages);
     avg_update(&s->avg_msgs_per_entry, info->num_messages);
     subscription_traffic_moving(s);

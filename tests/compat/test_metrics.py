@@ -150,6 +150,36 @@ def test_consumer_stats_are_measured(quire):
     client.close()
 
 
+def test_redelivery_rates_are_measured(quire):
+    """A consumer that asks for its unacknowledged messages again gets them again, and its
+    msgRateRedeliver and its subscription's count them (they read 0 before)."""
+    import json
+    topic_local = f"redeliver-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://public/default/{topic_local}"
+    client = new_client(quire.service_url)
+    consumer = client.subscribe(topic, "rd")
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(20):
+        producer.send(f"m-{i}".encode())
+    first = [consumer.receive(timeout_millis=10000).data() for _ in range(20)]
+    consumer.redeliver_unacknowledged_messages()
+    again = [consumer.receive(timeout_millis=10000) for _ in range(20)]
+    assert sorted(m.data() for m in again) == sorted(first)
+    assert all(m.redelivery_count() >= 1 for m in again)
+    for m in again:
+        consumer.acknowledge(m)
+    url = f"{quire.web_url}/admin/v2/persistent/public/default/{topic_local}/stats"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        sub = json.loads(r.read())["subscriptions"]["rd"]
+    # 20 messages sent again since the consumer connected, a second or two ago at most
+    assert sub["msgRateRedeliver"] > 0, sub
+    assert sub["consumers"][0]["msgRateRedeliver"] > 0, sub
+    assert sub["consumers"][0]["msgOutCounter"] == 40
+    producer.close()
+    consumer.close()
+    client.close()
+
+
 def _topic_stats(quire, topic_local):
     import json
     url = f"{quire.web_url}/admin/v2/persistent/public/default/{topic_local}/stats"

@@ -161,6 +161,11 @@ def test_ttl_expires_unacknowledged_messages(srv, cl):
         return stats(srv, topic)["subscriptions"]["idle"]["msgBacklog"] == 0
 
     assert wait_for(expired, timeout=8), stats(srv, topic)
+    assert stats(srv, topic)["subscriptions"]["idle"]["totalMsgExpired"] == 10
+    # the expiry shows in the rate of the stats window that holds it (windows of at
+    # least a second, from one stats read to a later one)
+    assert wait_for(lambda: stats(srv, topic)["subscriptions"]["idle"]["msgRateExpired"] > 0,
+                    timeout=3), stats(srv, topic)
     # newer messages are not expired with them
     for i in range(5):
         producer.send(f"new-{i}".encode())
