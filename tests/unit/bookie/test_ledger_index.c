@@ -600,6 +600,21 @@ static void test_index_summaries_same_index(void)
     free(dir);
 }
 
+/* The index a bookie with like's cache and log sizes builds from the files
+ * under dir. */
+static char *li_dump_dir(const bookie_config_t *like, const char *dir)
+{
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.write_cache_bytes = like->write_cache_bytes;
+    cfg.read_cache_bytes = like->read_cache_bytes;
+    cfg.entry_log_size_bytes = like->entry_log_size_bytes;
+    bookie_t *bk = bt_open(&cfg);
+    char *d = li_dump(bk);
+    bookie_test_abandon(bk);
+    return d;
+}
+
 /* A log the flush no longer appends to (full, or retired for a copy) gets its
  * summary then, from the runs the writer noted: a start after a crash reads
  * runs for those and record by record only the current logs, and builds the
@@ -607,7 +622,7 @@ static void test_index_summaries_same_index(void)
 static void test_index_summaries_of_retired_logs(void)
 {
     char *dir = bt_dir("bk-summary-retired"), *copy = bt_dir("bk-summary-retired-idx");
-    bookie_config_t cfg, cfg2;
+    bookie_config_t cfg;
     bookie_t *bk = li_summary_start(&cfg, dir);
     bookie_test_abandon(bk); /* kill -9: no close */
     int logs = bt_count_files(dir, "ledgers", ".idx", NULL, 0);
@@ -622,13 +637,7 @@ static void test_index_summaries_of_retired_logs(void)
     char *from_sum = li_dump(bk);
     li_summary_verify(bk);
     bookie_close(bk);
-    bt_config(&cfg2, copy);
-    cfg2.write_cache_bytes = cfg.write_cache_bytes;
-    cfg2.read_cache_bytes = cfg.read_cache_bytes;
-    cfg2.entry_log_size_bytes = cfg.entry_log_size_bytes;
-    bk = bt_open(&cfg2); /* the same files, without the summaries */
-    char *from_idx = li_dump(bk);
-    bookie_close(bk);
+    char *from_idx = li_dump_dir(&cfg, copy); /* the same files, without the summaries */
     CU_ASSERT_STRING_EQUAL(from_sum, from_idx);
     if (strcmp(from_sum, from_idx) != 0)
         fprintf(stderr, "\nfrom summaries:\n%s\nfrom .idx:\n%s\n", from_sum, from_idx);
@@ -655,7 +664,7 @@ static off_t li_file_size(const char *dir, uint32_t id, const char *ext)
 static void test_index_summary_of_replaced_files(void)
 {
     char *dir = bt_dir("bk-summary-replaced"), *copy = bt_dir("bk-summary-replaced-idx");
-    bookie_config_t cfg, cfg2;
+    bookie_config_t cfg;
     bookie_t *bk = li_summary_start(&cfg, dir);
     bookie_close(bk);
     uint32_t a = 0, b = 0;
@@ -679,13 +688,7 @@ static void test_index_summary_of_replaced_files(void)
     CU_ASSERT_EQUAL(li_file_size(dir, a, "sum"), -1);
     char *from_sum = li_dump(bk);
     bookie_test_abandon(bk);
-    bt_config(&cfg2, copy);
-    cfg2.write_cache_bytes = cfg.write_cache_bytes;
-    cfg2.read_cache_bytes = cfg.read_cache_bytes;
-    cfg2.entry_log_size_bytes = cfg.entry_log_size_bytes;
-    bk = bt_open(&cfg2);
-    char *from_idx = li_dump(bk);
-    bookie_test_abandon(bk);
+    char *from_idx = li_dump_dir(&cfg, copy);
     CU_ASSERT_STRING_EQUAL(from_sum, from_idx);
     free(from_sum);
     free(from_idx);
