@@ -549,6 +549,10 @@ def plot(results, labels, outdir):
 
 # ---------------------------------------------------------------- main
 
+def pulsar_cfgs_of(a):
+    return [c for c in a.pulsar.split(",") if c in ("fsync", "nofsync")]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -598,6 +602,14 @@ def main():
     raw = os.path.join(a.out, "raw")
     os.makedirs(raw, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="quire-bench.", dir=os.environ.get("BENCH_TMP", "/tmp"))
+    # Both servers keep what (a) and (b) write until their ledgers roll: a run with
+    # --reps 2 of every scenario wrote 48 GB (docs/performance.md). A full disk makes
+    # the bookies refuse writes and the figures meaningless, so say it before.
+    free_gb = shutil.disk_usage(workdir).free / 1e9
+    want_gb = 24.0 * a.reps * (len(pulsar_cfgs_of(a)) + 1) / 2 if set(letters) & set("abef") else 4.0
+    if free_gb < want_gb:
+        log("warning: %.1f GB free under %s; this run may write about %.0f GB (BENCH_TMP "
+            "chooses the directory)" % (free_gb, workdir, want_gb))
     perf = Perf(a.build, raw)
     results, extra = {}, {}
     pulsar_cfgs = [c for c in a.pulsar.split(",") if c in ("fsync", "nofsync")]
