@@ -617,6 +617,20 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
     return 0;
 }
 
+/* Below this many runs a log's summary is always kept (see elog_runs_note). */
+#define ELOG_SUMMARY_RUNS_FREE 65536u
+
+enum { RUNS_TOO_MANY = 1, RUNS_NO_MEMORY = 2 };
+
+/* No summary from the runs of cur: their memory goes at once. */
+static void elog_runs_drop(elog_writer_t *w, int why)
+{
+    free(w->runs);
+    w->runs = NULL;
+    w->nruns = w->runs_cap = 0;
+    w->runs_off = why;
+}
+
 /* Notes an appended record in the runs of cur (joined to the last run when
  * it follows it: a flush appends each ledger's entries in order). */
 static void elog_runs_note(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, uint64_t pos,
@@ -630,13 +644,21 @@ static void elog_runs_note(elog_writer_t *w, int64_t ledger_id, int64_t entry_id
             r->max_length = len;
         return;
     }
-    if (w->runs_lost)
+    if (w->runs_off)
         return;
+    /* Runs as many as an eighth of the records (many ledgers, a few entries
+     * each per flush) would save little at open and cost memory beside the
+     * index's own runs: the log goes without a summary from its runs. */
+    uint64_t records = pos / ELOG_IDX_RECORD_BYTES + 1;
+    if (w->nruns >= ELOG_SUMMARY_RUNS_FREE && w->nruns >= records / 8) {
+        elog_runs_drop(w, RUNS_TOO_MANY);
+        return;
+    }
     if (w->nruns == w->runs_cap) {
         uint32_t cap = w->runs_cap ? 2 * w->runs_cap : 256;
         idx_sum_run_t *n = realloc(w->runs, (size_t)cap * sizeof *n);
         if (!n) {
-            w->runs_lost = true;
+            elog_runs_drop(w, RUNS_NO_MEMORY);
             return;
         }
         w->runs = n;
@@ -682,14 +704,19 @@ int elog_write_summary(const char *dir, entry_log_t *log, const idx_sum_run_t *r
 static void elog_retire(elog_writer_t *w)
 {
     entry_log_t *log = w->cur;
-    int rc = w->runs_lost ? -ENOMEM : 0;
-    if (rc == 0 && log->idx_size)
+    int rc = w->runs_off == RUNS_NO_MEMORY ? -ENOMEM : 0;
+    if (rc == 0 && log->idx_size && !w->runs_off)
         rc = elog_write_summary(w->dir, log, w->runs, w->nruns);
     if (rc)
         log_warn("bookie", "entry log %08" PRIx32 ": no index summary (%s): its .idx will be read",
                  log->id, q_strerror(rc));
+    else if (w->runs_off == RUNS_TOO_MANY)
+        log_info("bookie",
+                 "entry log %08" PRIx32 ": no index summary (runs too short to save much): "
+                 "its .idx will be read",
+                 log->id);
     w->nruns = 0;
-    w->runs_lost = false;
+    w->runs_off = 0;
 }
 
 /* Creates a new log (+ its idx) and makes it current; the one it replaces is

@@ -187,8 +187,8 @@ typedef struct elog_writer {
      * reads runs for every log retired before it. */
     struct idx_sum_run *runs;
     uint32_t nruns, runs_cap;
-    bool runs_lost; /* no memory for one: no summary for cur */
-    int inject;     /* test fault injection: next sync fails with this */
+    int runs_off; /* != 0: no summary for cur (too many runs to be worth it, no memory) */
+    int inject;   /* test fault injection: next sync fails with this */
 } elog_writer_t;
 
 /* New logs take their ids from table->next_id. */

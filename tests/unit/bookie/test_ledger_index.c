@@ -698,6 +698,67 @@ static void test_index_summary_of_replaced_files(void)
     free(copy);
 }
 
+typedef struct li_bulk {
+    int done, failed;
+} li_bulk_t;
+
+static void li_bulk_cb(int rc, int64_t l, int64_t e, void *arg)
+{
+    (void)l;
+    (void)e;
+    li_bulk_t *b = arg;
+    b->done++;
+    b->failed += rc != 0;
+}
+
+/* Entry e of ledgers 1..n, 40 bytes each, in waves of 5,000 in flight. */
+static void li_add_wide(bookie_t *bk, int64_t n, int64_t e)
+{
+    li_bulk_t b = {0};
+    int issued = 0;
+    for (int64_t l = 1; l <= n; l++) {
+        qbuf_t *q = bt_entry(l, e, 40);
+        TEST_REQUIRE(bookie_add(bk, l, e, e - 1, q, li_bulk_cb, &b) == 0);
+        qbuf_unref(q);
+        if (++issued % 5000 == 0 || l == n)
+            for (int i = 0; i < 10000 && b.done < issued; i++)
+                test_run_for(bt_loop, 0.001);
+    }
+    TEST_REQUIRE(b.done == issued && b.failed == 0);
+}
+
+/* A log of many ledgers with an entry or two each per flush has about as many
+ * runs as records: its writer stops noting them past 65,536 (memory beside
+ * the index's own runs, for a summary that would save little) and the log
+ * is retired without a summary, read record by record at the next start. */
+static void test_index_no_summary_for_a_fragmented_log(void)
+{
+    char *dir = bt_dir("bk-summary-wide");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.journal_sync = false; /* 160,000 adds */
+    cfg.write_cache_bytes = 4u << 20;
+    cfg.read_cache_bytes = 0;
+    cfg.entry_log_size_bytes = 6u << 20;
+    bookie_t *bk = bt_open(&cfg);
+    enum { WIDE = 40000 };
+    for (int64_t e = 0; e < 4; e++)
+        li_add_wide(bk, WIDE, e);
+    bookie_test_abandon(bk);
+    /* log 1 filled with ~87,000 records of as many runs, then retired */
+    CU_ASSERT_TRUE(bt_count_files(dir, "ledgers", ".idx", NULL, 0) >= 2);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ledgers/00000001.sum", dir);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1);
+    bk = bt_open(&cfg);
+    for (int64_t l = 1; l <= WIDE; l += 997)
+        for (int64_t e = 0; e < 4; e++)
+            CU_ASSERT_EQUAL(bt_verify(bk, l, e, 40), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* A crash writes no summaries: what was added since the last clean close is
  * found in the .idx files (logs without a summary, and tails), and the next
  * clean close summarizes them. GC removes a log's summary with the log. */
@@ -772,6 +833,8 @@ void bookie_index_register(void)
                 test_index_summaries_of_retired_logs);
     CU_add_test(s, "a summary beside files it was not written for is set aside",
                 test_index_summary_of_replaced_files);
+    CU_add_test(s, "a log of runs as short as its records gets no summary",
+                test_index_no_summary_for_a_fragmented_log);
     CU_add_test(s, "after a crash, tails and new logs are read; GC removes summaries",
                 test_index_summaries_after_crash_and_gc);
 }
