@@ -990,13 +990,6 @@ static int bookie_rebuild_run(void *ctx, int64_t ledger_id, int64_t first, uint3
     return ledger_index_put_run(l, first, count, log_id, pos, max_length);
 }
 
-static int bookie_rebuild_entry(void *ctx, int64_t ledger_id, int64_t entry_id, uint32_t log_id,
-                                uint64_t pos, uint64_t offset, uint32_t length)
-{
-    (void)offset;
-    return bookie_rebuild_run(ctx, ledger_id, entry_id, 1, log_id, pos, length);
-}
-
 /* Replay of an add: data (a new reference, taken over) into the write cache,
  * at its direct log location when log_id != 0. */
 static int bookie_replay_put(bookie_t *bk, ledger_t *l, const journal_record_t *rec, qbuf_t *data,
@@ -1089,7 +1082,7 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
         gc_trash_sweep(bk->ldir); /* logs GC removed whose blocks were still being freed */
     if (rc == 0)
         rc = log_table_load(&bk->logs, bk->ldir,
-                            &(elog_load_fns_t){bookie_rebuild_entry, bookie_rebuild_run, bk},
+                            &(elog_load_fns_t){bookie_rebuild_run, bookie_rebuild_run, bk},
                             &next_log);
     (void)next_log; /* also in bk->logs.next_id */
     if (rc == 0)

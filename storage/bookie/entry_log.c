@@ -217,15 +217,57 @@ static bool idx_record_valid(const uint8_t *r)
     return crc32c(0, r, 28) == get_le32(r + 28);
 }
 
-/* Reads <id>.idx from byte off on (fd), calling fn per valid record;
- * truncates a bad tail. */
-static int elog_load_idx(entry_log_t *log, const char *path, int fd, uint64_t off, elog_index_fn fn,
-                         void *ctx)
+/* Consecutive idx records of one ledger with consecutive entry ids, gathered
+ * by the scan and applied as one run (with the log's bytes of its entries). */
+typedef struct idx_run_acc {
+    int64_t ledger_id, first;
+    uint32_t count, max_length;
+    uint64_t pos, bytes;
+} idx_run_acc_t;
+
+static int idx_run_flush(entry_log_t *log, idx_run_acc_t *a, const elog_load_fns_t *fns)
+{
+    if (a->count == 0)
+        return 0;
+    int rc = lb_map_add(&log->ledgers, a->ledger_id, a->bytes);
+    if (rc == 0)
+        rc = fns->scanned_run(fns->ctx, a->ledger_id, a->first, a->count, log->id, a->pos,
+                              a->max_length);
+    a->count = 0;
+    return rc;
+}
+
+/* Adds the valid record at pos to the run being gathered, or applies that run
+ * and starts another. */
+static int idx_run_add(entry_log_t *log, idx_run_acc_t *a, const elog_load_fns_t *fns, int64_t lid,
+                       int64_t eid, uint64_t pos, uint32_t len)
+{
+    if (a->count > 0 && a->count < UINT32_MAX && lid == a->ledger_id &&
+        eid == a->first + (int64_t)a->count &&
+        pos == a->pos + (uint64_t)a->count * ELOG_IDX_RECORD_BYTES) {
+        a->count++;
+        a->bytes += ELOG_HEADER_BYTES + (uint64_t)len;
+        if (len > a->max_length)
+            a->max_length = len;
+        return 0;
+    }
+    int rc = idx_run_flush(log, a, fns);
+    *a = (idx_run_acc_t){lid, eid, 1, len, pos, ELOG_HEADER_BYTES + (uint64_t)len};
+    return rc;
+}
+
+/* Reads <id>.idx from byte off on (fd), applying its valid records in runs;
+ * truncates a bad tail. Per record, the scan costs a checksum and a few
+ * comparisons; the index and the byte counts are updated once per run (after
+ * a kill -9 the log being appended to is read this way, up to 1 GiB of it). */
+static int elog_load_idx(entry_log_t *log, const char *path, int fd, uint64_t off,
+                         const elog_load_fns_t *fns)
 {
     enum { CHUNK = 4096 };
     uint8_t *buf = malloc(CHUNK * ELOG_IDX_RECORD_BYTES);
     int rc = buf ? 0 : -ENOMEM;
     bool bad = false;
+    idx_run_acc_t run = {0};
     while (rc == 0 && !bad) {
         ssize_t n = pread(fd, buf, CHUNK * ELOG_IDX_RECORD_BYTES, (off_t)off);
         if (n <= 0) {
@@ -249,15 +291,15 @@ static int elog_load_idx(entry_log_t *log, const char *path, int fd, uint64_t of
                          "%s: entry %" PRId64 ":%" PRId64 " points past the end of "
                          "its log; skipped",
                          path, lid, eid);
-                continue;
+                continue; /* the next record's pos no longer follows the run */
             }
-            rc = lb_map_add(&log->ledgers, lid, ELOG_HEADER_BYTES + len);
-            if (rc == 0)
-                rc = fn(ctx, lid, eid, log->id, off - ELOG_IDX_RECORD_BYTES, roff, len);
+            rc = idx_run_add(log, &run, fns, lid, eid, off - ELOG_IDX_RECORD_BYTES, len);
         }
         if ((size_t)n % ELOG_IDX_RECORD_BYTES)
             bad = true;
     }
+    if (rc == 0)
+        rc = idx_run_flush(log, &run, fns);
     struct stat st;
     if (rc == 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size > off) {
         log_warn("bookie", "%s: torn or corrupt record at offset %" PRIu64 ", truncating", path,
@@ -342,7 +384,8 @@ static int elog_load_summary(entry_log_t *log, const char *dir, uint64_t idx_fil
         rc = lb_map_add(&log->ledgers, s.ledgers[i].id, s.ledgers[i].bytes);
     for (uint32_t i = 0; rc == 0 && i < s.nruns; i++) {
         const idx_sum_run_t *r = &s.runs[i];
-        rc = fns->run(fns->ctx, r->ledger_id, r->first, r->count, log->id, r->pos, r->max_length);
+        rc = fns->summary_run(fns->ctx, r->ledger_id, r->first, r->count, log->id, r->pos,
+                              r->max_length);
     }
     if (rc == 0) {
         *off = s.idx_size;
@@ -384,7 +427,7 @@ static int elog_load_one(log_table_t *t, const char *dir, uint32_t id, const elo
     if (rc == 0)
         rc = elog_load_summary(log, dir, (uint64_t)st.st_size, fns, &off);
     if (rc == 0)
-        rc = elog_load_idx(log, ipath, log->idx_fd, off, fns->entry, fns->ctx);
+        rc = elog_load_idx(log, ipath, log->idx_fd, off, fns);
     if (rc)
         log_error("bookie", "cannot load the index of entry log %s: %s", path, q_strerror(rc));
     return rc;

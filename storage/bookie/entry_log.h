@@ -117,19 +117,20 @@ int lb_map_add(lb_map_t *m, int64_t ledger_id, uint64_t bytes);
 bool lb_map_has(const lb_map_t *m, int64_t ledger_id);
 
 /* Opens every <id>.log under dir (removing .idx and .sum files without a
- * log) and indexes it: from its summary, when <id>.sum is there and valid
- * (idx_summary.h: run is called per run, pos the byte offset of the run's
- * first record in <log_id>.idx), then entry per valid idx record after what
- * the summary covered (all of them without one), logs in id order. A torn
- * idx tail is truncated; a record pointing past the end of its log is skipped
- * with a warning. *next_id (and t->next_id) receives an id above every log. */
-typedef int (*elog_index_fn)(void *ctx, int64_t ledger_id, int64_t entry_id, uint32_t log_id,
-                             uint64_t pos, uint64_t offset, uint32_t length);
+ * log) and indexes it, logs in id order. From its summary first, when <id>.sum
+ * is there and valid (idx_summary.h): summary_run per run of it. Then the idx
+ * records after what the summary covered (all of them without one), each
+ * checked (its checksum; its entry within the log), in runs: scanned_run per
+ * stretch of consecutive records of one ledger with consecutive entry ids, in
+ * record order. In both, pos is the byte offset of the run's first record in
+ * <log_id>.idx and max_length the largest entry of the run. A torn idx tail
+ * is truncated; a record pointing past the end of its log is skipped with a
+ * warning. *next_id (and t->next_id) receives an id above every log. */
 typedef int (*elog_run_fn)(void *ctx, int64_t ledger_id, int64_t first, uint32_t count,
                            uint32_t log_id, uint64_t pos, uint32_t max_length);
 typedef struct elog_load_fns {
-    elog_index_fn entry;
-    elog_run_fn run;
+    elog_run_fn summary_run;
+    elog_run_fn scanned_run;
     void *ctx;
 } elog_load_fns_t;
 int log_table_load(log_table_t *t, const char *dir, const elog_load_fns_t *fns, uint32_t *next_id);

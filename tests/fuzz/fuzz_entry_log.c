@@ -65,6 +65,8 @@ typedef struct ctx {
     size_t n;
     seen_t runs[MAX_RUNS]; /* entry_id: first; length: count; offset: max_length */
     size_t nruns;
+    seen_t scanruns[MAX_RECORDS]; /* the same, for runs of scanned records */
+    size_t nscanruns, nscanned;
 } ctx_t;
 
 static char dir[PATH_MAX];
@@ -83,13 +85,16 @@ static void put(uint8_t *p, uint64_t v, int bytes)
         p[i] = (uint8_t)v;
 }
 
-static int on_record(void *arg, int64_t ledger_id, int64_t entry_id, uint32_t log_id, uint64_t pos,
-                     uint64_t offset, uint32_t length)
+/* A run of scanned records: kept, and expanded into its records after the
+ * load (entry_log_locate needs the loaded table). */
+static int on_scanned(void *arg, int64_t ledger_id, int64_t first, uint32_t count, uint32_t log_id,
+                      uint64_t pos, uint32_t max_length)
 {
     ctx_t *c = arg;
-    if (c->n >= MAX_RECORDS)
-        abort(); /* more records accepted than the index held */
-    c->recs[c->n++] = (seen_t){ledger_id, entry_id, log_id, length, offset, pos};
+    if (count == 0 || c->nscanned + count > MAX_RECORDS || c->nscanruns >= MAX_RECORDS)
+        abort(); /* an empty run, or more records accepted than the index held */
+    c->nscanned += count;
+    c->scanruns[c->nscanruns++] = (seen_t){ledger_id, first, log_id, count, max_length, pos};
     return 0;
 }
 
@@ -210,10 +215,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     log_table_t table = {0};
     ctx_t c = {0};
     uint32_t next_id = 0;
-    int rc = log_table_load(&table, dir, &(elog_load_fns_t){on_record, on_run, &c}, &next_id);
+    int rc = log_table_load(&table, dir, &(elog_load_fns_t){on_run, on_scanned, &c}, &next_id);
     if (rc == 0) {
         if (next_id < 2)
             abort(); /* the next log id must lie above the one loaded */
+        /* Each scanned run: consecutive records of one ledger, consecutive
+         * entry ids, its largest length; its records checked one by one
+         * below. */
+        for (size_t i = 0; i < c.nscanruns; i++) {
+            seen_t *r = &c.scanruns[i];
+            entry_log_t *log = log_table_find(&table, r->log_id);
+            if (!log)
+                abort();
+            uint32_t largest = 0;
+            for (uint32_t k = 0; k < r->length; k++) {
+                uint64_t pos = r->pos + (uint64_t)k * ELOG_IDX_RECORD_BYTES, off;
+                uint32_t len;
+                if (entry_log_locate(log, pos, r->ledger_id, r->entry_id + k, &off, &len) != 0)
+                    abort(); /* the run claims a record the .idx does not hold there */
+                largest = len > largest ? len : largest;
+                c.recs[c.n++] = (seen_t){r->ledger_id, r->entry_id + k, r->log_id, len, off, pos};
+            }
+            if (largest != r->offset)
+                abort(); /* the run's largest length is not its records' */
+        }
         for (size_t i = 0; i < c.nruns; i++) {
             seen_t *r = &c.runs[i];
             entry_log_t *log = log_table_find(&table, r->log_id);
@@ -254,6 +279,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (entry_log_locate(log, s->pos, s->ledger_id, s->entry_id, &off, &len) != 0 ||
                 off != s->offset || len != s->length)
                 abort(); /* the idx record at pos is not the one accepted there */
+            if (i > 0 && s->pos <= c.recs[i - 1].pos)
+                abort(); /* records applied out of their .idx order */
             qbuf_t *out = NULL;
             int r = entry_log_read(log, s->offset, s->length, s->ledger_id, s->entry_id, &out);
             if (r == 0) {
