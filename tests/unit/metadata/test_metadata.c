@@ -1062,6 +1062,21 @@ static void test_corrupt_or_unopenable_file(void)
 
 /* A store written by format 1 (a rowid table with an index on path) opens:
  * its rows move to the format-2 table and read as before. */
+/* Indexes of that name in the file's schema. */
+static int index_count(sqlite3 *db, const char *name)
+{
+    sqlite3_stmt *st = NULL;
+    TEST_REQUIRE(sqlite3_prepare_v2(db,
+                                    "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                                    " AND name = ?1",
+                                    -1, &st, NULL) == SQLITE_OK);
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    TEST_REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+    int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
 static void test_format_1_upgraded(void)
 {
     loop = ev_loop_new(0);
@@ -1103,7 +1118,7 @@ static void test_format_1_upgraded(void)
     CU_ASSERT_STRING_EQUAL(list_joined("/b"), "c");
     CU_ASSERT_EQUAL(sync_put("/b/d", "three", MD_VERSION_NEW, NULL, NULL), 0);
     CU_ASSERT_EQUAL(sync_put("/a", "uno", 3, NULL, NULL), 0);
-    fixture_reopen(); /* format 2 now: opens as it is */
+    fixture_reopen(); /* format 3 now: opens as it is */
     CU_ASSERT_STRING_EQUAL(list_joined("/b"), "c,d");
     CU_ASSERT_EQUAL(sync_get("/a", &r), 0);
     CU_ASSERT_EQUAL(r.stat.version, 4);
@@ -1117,11 +1132,92 @@ static void test_format_1_upgraded(void)
                                     " sql FROM sqlite_master WHERE name = 'keys'",
                                     -1, &st, NULL) == SQLITE_OK);
     TEST_REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-    CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 2);
+    CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 3);
     CU_ASSERT_PTR_NOT_NULL(strstr((const char *)sqlite3_column_text(st, 1), "WITHOUT ROWID"));
     sqlite3_finalize(st);
+    CU_ASSERT_EQUAL(index_count(db, "keys_parent"), 0);
+    CU_ASSERT_EQUAL(index_count(db, "keys_ephemeral"), 1);
     sqlite3_close(db);
     store = NULL;
+    fixture_close();
+}
+
+/* Format 2 (WITHOUT ROWID, with an index on (parent, path)) opens as format
+ * 3: the index is dropped, the rows stay, listings read the primary key. */
+static void test_format_2_upgraded(void)
+{
+    loop = ev_loop_new(0);
+    tmpdir = test_tmpdir("meta");
+    TEST_REQUIRE(loop != NULL && tmpdir != NULL);
+    snprintf(dbpath, sizeof dbpath, "%s/metadata.db", tmpdir);
+    sqlite3 *db = NULL;
+    TEST_REQUIRE(sqlite3_open(dbpath, &db) == SQLITE_OK);
+    TEST_REQUIRE(
+        sqlite3_exec(db,
+                     "PRAGMA journal_mode = WAL;"
+                     "CREATE TABLE keys (path TEXT PRIMARY KEY NOT NULL, parent TEXT NOT NULL,"
+                     " value BLOB, version INTEGER NOT NULL, created_ms INTEGER NOT NULL,"
+                     " modified_ms INTEGER NOT NULL, ephemeral_owner INTEGER NOT NULL DEFAULT 0,"
+                     " implicit INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+                     "CREATE INDEX keys_parent ON keys(parent, path);"
+                     "CREATE INDEX keys_ephemeral ON keys(ephemeral_owner)"
+                     " WHERE ephemeral_owner != 0;"
+                     "PRAGMA application_id = 1364543826;"
+                     "PRAGMA user_version = 2;"
+                     "INSERT INTO keys VALUES ('/a', '/', 'one', 3, 10, 20, 0, 0);"
+                     "INSERT INTO keys VALUES ('/a-b', '/', 'two', 0, 10, 10, 0, 0);"
+                     "INSERT INTO keys VALUES ('/a/c', '/a', NULL, 0, 11, 11, 0, 1);"
+                     "INSERT INTO keys VALUES ('/a/c/d', '/a/c', 'three', 0, 12, 12, 0, 0);",
+                     NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+
+    TEST_REQUIRE(md_store_open_embedded(loop, dbpath, &store) == 0);
+    res_t r;
+    CU_ASSERT_STRING_EQUAL(list_joined("/"), "a,a-b");
+    CU_ASSERT_STRING_EQUAL(list_joined("/a"), "c");
+    CU_ASSERT_STRING_EQUAL(list_joined("/a/c"), "d");
+    CU_ASSERT_EQUAL(sync_get("/a/c/d", &r), 0);
+    CU_ASSERT_EQUAL(sync_delete("/a", MD_VERSION_ANY), QE_NOT_EMPTY);
+    CU_ASSERT_EQUAL(sync_delete("/a/c/d", MD_VERSION_ANY), 0);
+    CU_ASSERT_STRING_EQUAL(list_joined("/a"), ""); /* the implicit /a/c went with it */
+    CU_ASSERT_EQUAL(sync_delete("/a", MD_VERSION_ANY), 0);
+    CU_ASSERT_STRING_EQUAL(list_joined("/"), "a-b");
+    md_store_close(store);
+    store = NULL;
+
+    TEST_REQUIRE(sqlite3_open(dbpath, &db) == SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    TEST_REQUIRE(sqlite3_prepare_v2(db, "SELECT user_version FROM pragma_user_version", -1, &st,
+                                    NULL) == SQLITE_OK);
+    TEST_REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+    CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 3);
+    sqlite3_finalize(st);
+    CU_ASSERT_EQUAL(index_count(db, "keys_parent"), 0);
+    sqlite3_close(db);
+    fixture_close();
+}
+
+/* A listing reads the range of the path's descendants and skips each child's
+ * subtree: siblings whose names sort just before '/' ('-', '.') or just after
+ * it ('0') come out, grandchildren do not. */
+static void test_list_skips_subtrees(void)
+{
+    fixture_open();
+    const char *keys[] = {"/s/b/c/d", "/s/b",   "/s/b-x", "/s/b.y",     "/s/b/e",
+                          "/s/b0",    "/s/b/c", "/s/a",   "/s/b/c/f/g", "/t/u"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        CU_ASSERT_EQUAL(sync_put(keys[i], "v", MD_VERSION_ANY, NULL, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(list_joined("/"), "s,t");
+    CU_ASSERT_STRING_EQUAL(list_joined("/s"), "a,b,b-x,b.y,b0");
+    CU_ASSERT_STRING_EQUAL(list_joined("/s/b"), "c,e");
+    CU_ASSERT_STRING_EQUAL(list_joined("/s/b/c"), "d,f");
+    CU_ASSERT_STRING_EQUAL(list_joined("/s/b/c/f"), "g");
+    CU_ASSERT_STRING_EQUAL(list_joined("/s/b-x"), "");
+    CU_ASSERT_STRING_EQUAL(list_joined("/s/b0"), "");
+    CU_ASSERT_EQUAL(sync_delete("/s/b", MD_VERSION_ANY), QE_NOT_EMPTY);
+    CU_ASSERT_EQUAL(sync_delete("/s/b-x", MD_VERSION_ANY), 0); /* no children: the range is empty */
+    CU_ASSERT_EQUAL(sync_delete("/s/b0", MD_VERSION_ANY), 0);
+    CU_ASSERT_STRING_EQUAL(list_joined("/s"), "a,b,b.y");
     fixture_close();
 }
 
@@ -1130,6 +1226,8 @@ static void register_suites(void)
     CU_pSuite s = CU_add_suite("metadata", NULL, NULL);
     CU_add_test(s, "put/get versions", test_put_get_versions);
     CU_add_test(s, "format 1 upgraded", test_format_1_upgraded);
+    CU_add_test(s, "format 2 upgraded", test_format_2_upgraded);
+    CU_add_test(s, "list skips subtrees", test_list_skips_subtrees);
     CU_add_test(s, "compare-and-set", test_cas);
     CU_add_test(s, "MD_VERSION_NEW and QE_EXISTS", test_version_new);
     CU_add_test(s, "delete with version", test_delete_with_version);
