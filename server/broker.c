@@ -81,7 +81,7 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
         {"maxPendingPublishRequestsBytesPerConnection", 32 << 20, 1 << 20, 1 << 30},
         {"dispatcherMaxReadBatchSize", 100, 1, 10000},
         {"dispatcherMaxReadSizeBytes", 5 << 20, 1024, 100 << 20},
-        {"maxMessagePublishBufferSizeInMB", 64, 0, 1 << 20},
+        {"maxMessagePublishBufferSizeInMB", 32, 0, 1 << 20},
         {"managedLedgerDefaultEnsembleSize", 1, 1, 64},
         {"managedLedgerDefaultWriteQuorum", 1, 1, 64},
         {"managedLedgerDefaultAckQuorum", 1, 1, 64},
