@@ -293,13 +293,19 @@ static void test_not_empty_and_recursive(void)
     fixture_close();
 }
 
+/* Puts "v" at each of keys (any version). */
+static void put_keys(const char *const *keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(sync_put(keys[i], "v", MD_VERSION_ANY, NULL, NULL), 0);
+}
+
 static void test_list_sorted_implied_parents(void)
 {
     fixture_open();
     res_t r;
     const char *keys[] = {"/l/b", "/l/a", "/l/c/d/e", "/l/B", "/l/a0"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        CU_ASSERT_EQUAL(sync_put(keys[i], "v", MD_VERSION_ANY, NULL, NULL), 0);
+    put_keys(keys, sizeof keys / sizeof keys[0]);
     CU_ASSERT_STRING_EQUAL(list_joined("/l"), "B,a,a0,b,c");
     CU_ASSERT_STRING_EQUAL(list_joined("/l/c"), "d");
     CU_ASSERT_STRING_EQUAL(list_joined("/l/c/d"), "e");
@@ -1077,7 +1083,9 @@ static int index_count(sqlite3 *db, const char *name)
     return n;
 }
 
-static void test_format_1_upgraded(void)
+/* A database file written with an older format's SQL (schema and rows), in a
+ * new temporary directory, with the loop the store will run on. */
+static void old_format_file(const char *sql)
 {
     loop = ev_loop_new(0);
     tmpdir = test_tmpdir("meta");
@@ -1085,25 +1093,27 @@ static void test_format_1_upgraded(void)
     snprintf(dbpath, sizeof dbpath, "%s/metadata.db", tmpdir);
     sqlite3 *db = NULL;
     TEST_REQUIRE(sqlite3_open(dbpath, &db) == SQLITE_OK);
-    /* Format 1's schema, as md_schema_sql wrote it. */
-    TEST_REQUIRE(
-        sqlite3_exec(db,
-                     "PRAGMA journal_mode = WAL;"
-                     "CREATE TABLE keys (path TEXT PRIMARY KEY NOT NULL, parent TEXT NOT NULL,"
-                     " value BLOB, version INTEGER NOT NULL, created_ms INTEGER NOT NULL,"
-                     " modified_ms INTEGER NOT NULL, ephemeral_owner INTEGER NOT NULL DEFAULT 0,"
-                     " implicit INTEGER NOT NULL DEFAULT 0);"
-                     "CREATE INDEX keys_parent ON keys(parent, path);"
-                     "CREATE INDEX keys_ephemeral ON keys(ephemeral_owner)"
-                     " WHERE ephemeral_owner != 0;"
-                     "PRAGMA application_id = 1364543826;"
-                     "PRAGMA user_version = 1;"
-                     "INSERT INTO keys VALUES ('/a', '/', 'one', 3, 10, 20, 0, 0);"
-                     "INSERT INTO keys VALUES ('/b', '/', NULL, 0, 10, 10, 0, 1);"
-                     "INSERT INTO keys VALUES ('/b/c', '/b', 'two', 0, 11, 11, 0, 0);"
-                     "INSERT INTO keys VALUES ('/b/e', '/b', 'gone', 0, 12, 12, 7, 0);",
-                     NULL, NULL, NULL) == SQLITE_OK);
+    TEST_REQUIRE(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
+}
+
+static void test_format_1_upgraded(void)
+{
+    /* Format 1's schema, as md_schema_sql wrote it. */
+    old_format_file("PRAGMA journal_mode = WAL;"
+                    "CREATE TABLE keys (path TEXT PRIMARY KEY NOT NULL, parent TEXT NOT NULL,"
+                    " value BLOB, version INTEGER NOT NULL, created_ms INTEGER NOT NULL,"
+                    " modified_ms INTEGER NOT NULL, ephemeral_owner INTEGER NOT NULL DEFAULT 0,"
+                    " implicit INTEGER NOT NULL DEFAULT 0);"
+                    "CREATE INDEX keys_parent ON keys(parent, path);"
+                    "CREATE INDEX keys_ephemeral ON keys(ephemeral_owner)"
+                    " WHERE ephemeral_owner != 0;"
+                    "PRAGMA application_id = 1364543826;"
+                    "PRAGMA user_version = 1;"
+                    "INSERT INTO keys VALUES ('/a', '/', 'one', 3, 10, 20, 0, 0);"
+                    "INSERT INTO keys VALUES ('/b', '/', NULL, 0, 10, 10, 0, 1);"
+                    "INSERT INTO keys VALUES ('/b/c', '/b', 'two', 0, 11, 11, 0, 0);"
+                    "INSERT INTO keys VALUES ('/b/e', '/b', 'gone', 0, 12, 12, 7, 0);");
 
     TEST_REQUIRE(md_store_open_embedded(loop, dbpath, &store) == 0);
     res_t r;
@@ -1125,6 +1135,7 @@ static void test_format_1_upgraded(void)
     md_store_close(store);
     store = NULL;
 
+    sqlite3 *db = NULL;
     TEST_REQUIRE(sqlite3_open(dbpath, &db) == SQLITE_OK);
     sqlite3_stmt *st = NULL;
     TEST_REQUIRE(sqlite3_prepare_v2(db,
@@ -1146,30 +1157,20 @@ static void test_format_1_upgraded(void)
  * 3: the index is dropped, the rows stay, listings read the primary key. */
 static void test_format_2_upgraded(void)
 {
-    loop = ev_loop_new(0);
-    tmpdir = test_tmpdir("meta");
-    TEST_REQUIRE(loop != NULL && tmpdir != NULL);
-    snprintf(dbpath, sizeof dbpath, "%s/metadata.db", tmpdir);
-    sqlite3 *db = NULL;
-    TEST_REQUIRE(sqlite3_open(dbpath, &db) == SQLITE_OK);
-    TEST_REQUIRE(
-        sqlite3_exec(db,
-                     "PRAGMA journal_mode = WAL;"
-                     "CREATE TABLE keys (path TEXT PRIMARY KEY NOT NULL, parent TEXT NOT NULL,"
-                     " value BLOB, version INTEGER NOT NULL, created_ms INTEGER NOT NULL,"
-                     " modified_ms INTEGER NOT NULL, ephemeral_owner INTEGER NOT NULL DEFAULT 0,"
-                     " implicit INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
-                     "CREATE INDEX keys_parent ON keys(parent, path);"
-                     "CREATE INDEX keys_ephemeral ON keys(ephemeral_owner)"
-                     " WHERE ephemeral_owner != 0;"
-                     "PRAGMA application_id = 1364543826;"
-                     "PRAGMA user_version = 2;"
-                     "INSERT INTO keys VALUES ('/a', '/', 'one', 3, 10, 20, 0, 0);"
-                     "INSERT INTO keys VALUES ('/a-b', '/', 'two', 0, 10, 10, 0, 0);"
-                     "INSERT INTO keys VALUES ('/a/c', '/a', NULL, 0, 11, 11, 0, 1);"
-                     "INSERT INTO keys VALUES ('/a/c/d', '/a/c', 'three', 0, 12, 12, 0, 0);",
-                     NULL, NULL, NULL) == SQLITE_OK);
-    sqlite3_close(db);
+    old_format_file("PRAGMA journal_mode = WAL;"
+                    "CREATE TABLE keys (path TEXT PRIMARY KEY NOT NULL, parent TEXT NOT NULL,"
+                    " value BLOB, version INTEGER NOT NULL, created_ms INTEGER NOT NULL,"
+                    " modified_ms INTEGER NOT NULL, ephemeral_owner INTEGER NOT NULL DEFAULT 0,"
+                    " implicit INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+                    "CREATE INDEX keys_parent ON keys(parent, path);"
+                    "CREATE INDEX keys_ephemeral ON keys(ephemeral_owner)"
+                    " WHERE ephemeral_owner != 0;"
+                    "PRAGMA application_id = 1364543826;"
+                    "PRAGMA user_version = 2;"
+                    "INSERT INTO keys VALUES ('/a', '/', 'one', 3, 10, 20, 0, 0);"
+                    "INSERT INTO keys VALUES ('/a-b', '/', 'two', 0, 10, 10, 0, 0);"
+                    "INSERT INTO keys VALUES ('/a/c', '/a', NULL, 0, 11, 11, 0, 1);"
+                    "INSERT INTO keys VALUES ('/a/c/d', '/a/c', 'three', 0, 12, 12, 0, 0);");
 
     TEST_REQUIRE(md_store_open_embedded(loop, dbpath, &store) == 0);
     res_t r;
@@ -1185,6 +1186,7 @@ static void test_format_2_upgraded(void)
     md_store_close(store);
     store = NULL;
 
+    sqlite3 *db = NULL;
     TEST_REQUIRE(sqlite3_open(dbpath, &db) == SQLITE_OK);
     sqlite3_stmt *st = NULL;
     TEST_REQUIRE(sqlite3_prepare_v2(db, "SELECT user_version FROM pragma_user_version", -1, &st,
@@ -1205,8 +1207,7 @@ static void test_list_skips_subtrees(void)
     fixture_open();
     const char *keys[] = {"/s/b/c/d", "/s/b",   "/s/b-x", "/s/b.y",     "/s/b/e",
                           "/s/b0",    "/s/b/c", "/s/a",   "/s/b/c/f/g", "/t/u"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        CU_ASSERT_EQUAL(sync_put(keys[i], "v", MD_VERSION_ANY, NULL, NULL), 0);
+    put_keys(keys, sizeof keys / sizeof keys[0]);
     CU_ASSERT_STRING_EQUAL(list_joined("/"), "s,t");
     CU_ASSERT_STRING_EQUAL(list_joined("/s"), "a,b,b-x,b.y,b0");
     CU_ASSERT_STRING_EQUAL(list_joined("/s/b"), "c,e");
