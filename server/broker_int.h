@@ -356,6 +356,11 @@ struct consumer {
     bool closed;
     qmap64_t *unacked; /* packed position -> unacked_value(batch size, key hash) */
     uint64_t unacked_messages;
+    /* Key_Shared: key hash -> entries of it in unacked (consumer_unacked_put /
+     * _take keep it). While a consumer holds a hash, no other consumer is sent
+     * an entry of it (choose_consumer): per-key order when keys move between
+     * consumers, as Pulsar's "draining hashes" (PIP-379). */
+    qmap64_t *hashes_held;
     /* Key_Shared STICKY ranges, inclusive, in 0..65535 */
     int32_t (*ranges)[2];
     size_t ranges_count;
@@ -406,9 +411,12 @@ struct subscription {
     uint64_t traffic_gen;          /* == broker->traffic_gen: traffic_base is valid */
     uint64_t traffic_base[2];      /* msg_out, bytes_out at the last drain */
     bool replay_stalled;           /* the replay set's head cannot go now; read new entries */
-    ev_timer read_retry;           /* a failed read is tried again (dispatcher.c) */
-    uint32_t read_failures;        /* in a row: the back-off doubles */
-    double avg_msgs_per_entry;     /* moving average of the entries sent: permits -> entries */
+    bool replay_reading;    /* the read in flight is of the replay set, from replay_read_from */
+    bool replay_read_stale; /* Key_Shared: an entry below it joined the set meanwhile */
+    ml_pos_t replay_read_from;
+    ev_timer read_retry;       /* a failed read is tried again (dispatcher.c) */
+    uint32_t read_failures;    /* in a row: the back-off doubles */
+    double avg_msgs_per_entry; /* moving average of the entries sent: permits -> entries */
     /* A non-durable subscription normally goes with its last consumer; after a
      * SEEK it waits (orphan_timer) for the reader to come back to the reset cursor. */
     bool keep_without_consumers;
@@ -499,6 +507,13 @@ static inline uint32_t unacked_key_hash_of(const void *v)
 {
     return (uint32_t)((uint64_t)(uintptr_t)v >> 32);
 }
+/* Adds or removes an entry of cons->unacked, counting its key hash in
+ * cons->hashes_held when the subscription is Key_Shared (consumer.c). */
+void consumer_unacked_put(consumer_t *cons, uint64_t key, void *v);
+void *consumer_unacked_take(consumer_t *cons, uint64_t key);
+/* Key_Shared: whether a consumer of s other than cons holds an entry of hash. */
+bool subscription_hash_held_elsewhere(const subscription_t *s, const consumer_t *cons,
+                                      uint32_t hash);
 
 /* Key_Shared: counts one more entry of hash slot key_hash held in the replay
  * set (delayed.c merges released entries into the set directly). */

@@ -72,6 +72,7 @@ static consumer_t *pending_consumer(conn_t *c, uint64_t id)
 static void consumer_free(consumer_t *cons)
 {
     qmap64_free(cons->unacked);
+    qmap64_free(cons->hashes_held);
     free(cons->ranges);
     free(cons->ring_points);
     free(cons->name);
@@ -444,12 +445,15 @@ void consumer_handle_subscribe(conn_t *c, const Pulsar__Proto__CommandSubscribe 
     subscribe_ctx_t *ctx = calloc(1, sizeof *ctx);
     if (cons) {
         cons->unacked = qmap64_new();
+        cons->hashes_held = qmap64_new();
         cons->name =
             strdup(cmd->consumer_name && cmd->consumer_name[0] ? cmd->consumer_name : "consumer");
     }
     if (ctx)
         ctx->subscription = strdup(cmd->subscription);
-    int rc = cons && ctx && cons->unacked && cons->name && ctx->subscription ? 0 : -ENOMEM;
+    int rc = cons && ctx && cons->unacked && cons->hashes_held && cons->name && ctx->subscription
+                 ? 0
+                 : -ENOMEM;
     if (rc == 0)
         rc = consumer_set_ranges(cons, cmd->keysharedmeta);
     if (rc == 0)
@@ -512,15 +516,59 @@ static ml_pos_t id_pos(const Pulsar__Proto__MessageIdData *id)
     return (ml_pos_t){(int64_t)id->ledgerid, (int64_t)id->entryid};
 }
 
+static bool consumer_counts_hashes(const consumer_t *cons)
+{
+    return cons->sub && cons->sub->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
+}
+
+static void hash_held_add(consumer_t *cons, uint32_t hash, int delta)
+{
+    uintptr_t n = (uintptr_t)qmap64_get(cons->hashes_held, hash);
+    n = delta > 0 ? n + 1 : (n > 0 ? n - 1 : 0);
+    if (n == 0)
+        qmap64_remove(cons->hashes_held, hash);
+    else if (qmap64_put(cons->hashes_held, hash, (void *)n) < 0)
+        log_error("consumer", "%s: out of memory counting a key hash", cons->name);
+}
+
+void consumer_unacked_put(consumer_t *cons, uint64_t key, void *v)
+{
+    void *old = qmap64_get(cons->unacked, key);
+    if (qmap64_put(cons->unacked, key, v) < 0)
+        return;
+    if (!consumer_counts_hashes(cons))
+        return;
+    if (old)
+        hash_held_add(cons, unacked_key_hash_of(old), -1);
+    hash_held_add(cons, unacked_key_hash_of(v), +1);
+}
+
+void *consumer_unacked_take(consumer_t *cons, uint64_t key)
+{
+    void *v = qmap64_remove(cons->unacked, key);
+    if (v && consumer_counts_hashes(cons))
+        hash_held_add(cons, unacked_key_hash_of(v), -1);
+    return v;
+}
+
+bool subscription_hash_held_elsewhere(const subscription_t *s, const consumer_t *cons,
+                                      uint32_t hash)
+{
+    for (size_t i = 0; i < s->consumers_count; i++)
+        if (s->consumers[i] != cons && qmap64_get(s->consumers[i]->hashes_held, hash))
+            return true;
+    return false;
+}
+
 /* Forgets pos in whichever consumer of s holds it (cons first). */
 static void unacked_forget(subscription_t *s, consumer_t *cons, ml_pos_t pos)
 {
     uint64_t key = pos_pack(pos);
-    void *v = qmap64_remove(cons->unacked, key);
+    void *v = consumer_unacked_take(cons, key);
     if (!v) {
         for (size_t i = 0; i < s->consumers_count && !v; i++) {
             cons = s->consumers[i];
-            v = qmap64_remove(cons->unacked, key);
+            v = consumer_unacked_take(cons, key);
         }
     }
     if (v) {
@@ -630,7 +678,7 @@ void consumer_handle_ack(conn_t *c, const Pulsar__Proto__CommandAck *cmd)
 static void redeliver_one(subscription_t *s, consumer_t *cons, ml_pos_t pos, bool count)
 {
     uint64_t key = pos_pack(pos);
-    void *v = qmap64_remove(cons->unacked, key);
+    void *v = consumer_unacked_take(cons, key);
     if (!v)
         return;
     uint64_t n = unacked_messages_of(v);

@@ -137,6 +137,11 @@ void subscription_replay_add(subscription_t *s, ml_pos_t pos, uint32_t key_hash)
     s->replay_count++;
     if (is_key_shared(s))
         replay_hash_count(s, key_hash, +1);
+    /* Key_Shared: a replay read in flight may hold a newer entry of the same
+     * key (a consumer closed and its entries came back meanwhile); its entries
+     * are not sent, and the set is read again from its head (read_done). */
+    if (is_key_shared(s) && s->replay_reading && ml_pos_cmp(pos, s->replay_read_from) < 0)
+        s->replay_read_stale = true;
     if (i == 0)
         replay_hold_sync(s);
 }
@@ -420,6 +425,10 @@ static consumer_t *choose_consumer(subscription_t *s, const entry_info_t *info, 
         consumer_t *cons = subscription_key_shared_owner(s, info->key_hash);
         if (!cons || !consumer_can_take(cons))
             return NULL;
+        /* The key's earlier entries are still with a consumer it moved from
+         * (a join, a close): it waits until they are acknowledged or come back. */
+        if (subscription_hash_held_elsewhere(s, cons, info->key_hash))
+            return NULL;
         if (cons->has_join_limit) {
             /* Released once everything before join_limit is acknowledged. */
             ml_pos_t after_md =
@@ -476,7 +485,7 @@ static int send_entry(subscription_t *s, consumer_t *cons, const ml_entry_t *e,
         return QE_CLOSED;
     cons->permits -= info->num_messages;
     if (s->cursor) {
-        qmap64_put(cons->unacked, key, unacked_value(info->num_messages, info->key_hash));
+        consumer_unacked_put(cons, key, unacked_value(info->num_messages, info->key_hash));
         cons->unacked_messages += (uint64_t)info->num_messages;
     }
     cons->msg_out += (uint64_t)info->num_messages;
@@ -575,7 +584,9 @@ static void read_retry_arm(subscription_t *s, int rc)
 static void read_done(int rc, const ml_entry_t *entries, size_t n, void *arg, bool replay)
 {
     subscription_t *s = arg;
+    bool stale = replay && s->replay_read_stale;
     s->reading = false;
+    s->replay_reading = s->replay_read_stale = false;
     s->topic->busy--;
     if (s->closing) {
         subscription_free(s);
@@ -586,6 +597,10 @@ static void read_done(int rc, const ml_entry_t *entries, size_t n, void *arg, bo
         return;
     }
     s->read_failures = 0;
+    if (stale) { /* its entries are still in the set, behind the ones that came back */
+        dispatch_continue(s);
+        return;
+    }
     size_t sent = 0;
     for (size_t i = 0; i < n; i++)
         sent += dispatch_entry(s, &entries[i], replay);
@@ -652,6 +667,8 @@ static void dispatch_continue(subscription_t *s)
     s->reading = true;
     s->topic->busy++;
     if (s->replay_count > 0 && !s->replay_stalled) {
+        s->replay_reading = true;
+        s->replay_read_from = s->replay[0];
         /* compacted positions from the compacted ledger (compaction.c), else ml_read */
         rc = compaction_replay_read(s, replay_run(s, max), max_bytes, replay_read_done);
     } else if (s->replay_count < REPLAY_MAX && !delayed_full(s) && compaction_covers(s)) {
@@ -663,6 +680,7 @@ static void dispatch_continue(subscription_t *s)
     }
     if (rc != 0) {
         s->reading = false;
+        s->replay_reading = false;
         s->topic->busy--;
         if (rc > 0)
             termination_check_end(s); /* terminated and all read: REACHED_END_OF_TOPIC */
