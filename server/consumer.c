@@ -533,10 +533,12 @@ static void hash_held_add(consumer_t *cons, uint32_t hash, int delta)
 
 void consumer_unacked_put(consumer_t *cons, uint64_t key, void *v)
 {
+    if (!consumer_counts_hashes(cons)) {
+        (void)qmap64_put(cons->unacked, key, v); /* only Key_Shared reads before it puts */
+        return;
+    }
     void *old = qmap64_get(cons->unacked, key);
     if (qmap64_put(cons->unacked, key, v) < 0)
-        return;
-    if (!consumer_counts_hashes(cons))
         return;
     if (old)
         hash_held_add(cons, unacked_key_hash_of(old), -1);
