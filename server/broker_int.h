@@ -404,8 +404,11 @@ struct subscription {
     ml_pos_t *replay;
     uint32_t *replay_keys; /* key hash of replay[i], same indexes */
     size_t replay_count, replay_cap;
-    qmap64_t *redelivery_counts;   /* packed position -> count */
-    qmap64_t *replay_hashes;       /* Key_Shared: sticky-key hash -> entries held in replay */
+    qmap64_t *redelivery_counts; /* packed position -> count */
+    qmap64_t *replay_hashes;     /* Key_Shared: sticky-key hash -> entries held in replay */
+    /* Key_Shared: key hash -> unacknowledged entries of it over all consumers
+     * (the sum of their hashes_held; consumer.c keeps both) */
+    qmap64_t *hashes_held;
     struct subscribe_ctx *waiting; /* SUBSCRIBEs waiting for the cursor to open */
     uint64_t msg_out, bytes_out;   /* before they move, subscription_traffic_moving() */
     uint64_t traffic_gen;          /* == broker->traffic_gen: traffic_base is valid */
@@ -511,7 +514,8 @@ static inline uint32_t unacked_key_hash_of(const void *v)
  * cons->hashes_held when the subscription is Key_Shared (consumer.c). */
 void consumer_unacked_put(consumer_t *cons, uint64_t key, void *v);
 void *consumer_unacked_take(consumer_t *cons, uint64_t key);
-/* Key_Shared: whether a consumer of s other than cons holds an entry of hash. */
+/* Key_Shared: whether a consumer of s other than cons holds an entry of hash
+ * (two lookups: s->hashes_held against cons->hashes_held). */
 bool subscription_hash_held_elsewhere(const subscription_t *s, const consumer_t *cons,
                                       uint32_t hash);
 

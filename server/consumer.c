@@ -238,10 +238,12 @@ static subscription_t *subscription_new(topic_t *t, const subscribe_ctx_t *ctx)
     s->loaded_ms = clock_wall_ms();
     s->redelivery_counts = qmap64_new();
     s->replay_hashes = qmap64_new();
-    if (!s->name || !s->redelivery_counts || !s->replay_hashes ||
+    s->hashes_held = qmap64_new();
+    if (!s->name || !s->redelivery_counts || !s->replay_hashes || !s->hashes_held ||
         qmap_put(t->subscriptions, s->name, s) < 0) {
         qmap64_free(s->redelivery_counts);
         qmap64_free(s->replay_hashes);
+        qmap64_free(s->hashes_held);
         free(s->name);
         free(s);
         return NULL;
@@ -521,13 +523,23 @@ static bool consumer_counts_hashes(const consumer_t *cons)
     return cons->sub && cons->sub->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
 }
 
+/* Moves hash's count in m by delta (+1 or -n), removing it at zero. */
+static int hash_count_add(qmap64_t *m, uint32_t hash, int64_t delta)
+{
+    int64_t n = (int64_t)(uintptr_t)qmap64_get(m, hash) + delta;
+    if (n <= 0) {
+        qmap64_remove(m, hash);
+        return 0;
+    }
+    return qmap64_put(m, hash, (void *)(uintptr_t)n);
+}
+
+/* One entry of hash more (+1) or fewer (-1) held by cons, in its count and
+ * its subscription's. */
 static void hash_held_add(consumer_t *cons, uint32_t hash, int delta)
 {
-    uintptr_t n = (uintptr_t)qmap64_get(cons->hashes_held, hash);
-    n = delta > 0 ? n + 1 : (n > 0 ? n - 1 : 0);
-    if (n == 0)
-        qmap64_remove(cons->hashes_held, hash);
-    else if (qmap64_put(cons->hashes_held, hash, (void *)n) < 0)
+    if (hash_count_add(cons->hashes_held, hash, delta) < 0 ||
+        hash_count_add(cons->sub->hashes_held, hash, delta) < 0)
         log_error("consumer", "%s: out of memory counting a key hash", cons->name);
 }
 
@@ -556,10 +568,8 @@ void *consumer_unacked_take(consumer_t *cons, uint64_t key)
 bool subscription_hash_held_elsewhere(const subscription_t *s, const consumer_t *cons,
                                       uint32_t hash)
 {
-    for (size_t i = 0; i < s->consumers_count; i++)
-        if (s->consumers[i] != cons && qmap64_get(s->consumers[i]->hashes_held, hash))
-            return true;
-    return false;
+    uintptr_t all = (uintptr_t)qmap64_get(s->hashes_held, hash);
+    return all > (uintptr_t)qmap64_get(cons->hashes_held, hash);
 }
 
 /* Forgets pos in whichever consumer of s holds it (cons first). */
@@ -722,6 +732,13 @@ void consumer_handle_redeliver(conn_t *c,
 
 static void subscription_remove_consumer(subscription_t *s, consumer_t *cons)
 {
+    /* What it still holds (it left without its entries going back) is no
+     * longer held in the subscription. */
+    qmap_iter_t it = {0};
+    uint64_t hash;
+    void *n;
+    while (qmap64_next(cons->hashes_held, &it, &hash, &n))
+        hash_count_add(s->hashes_held, (uint32_t)hash, -(int64_t)(uintptr_t)n);
     for (size_t i = 0; i < s->consumers_count; i++) {
         if (s->consumers[i] == cons) {
             memmove(&s->consumers[i], &s->consumers[i + 1],

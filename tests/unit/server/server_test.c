@@ -492,6 +492,28 @@ int tclient_ack(tclient_t *c, uint64_t consumer_id, int64_t ledger, int64_t entr
     return tclient_send(c, &cmd);
 }
 
+int tclient_redeliver(tclient_t *c, uint64_t consumer_id, const int64_t (*ids)[2], size_t n)
+{
+    Pulsar__Proto__MessageIdData id[8], *idp[8];
+    if (n > 8)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        pulsar__proto__message_id_data__init(&id[i]);
+        id[i].ledgerid = (uint64_t)ids[i][0];
+        id[i].entryid = (uint64_t)ids[i][1];
+        idp[i] = &id[i];
+    }
+    Pulsar__Proto__CommandRedeliverUnacknowledgedMessages rd =
+        PULSAR__PROTO__COMMAND_REDELIVER_UNACKNOWLEDGED_MESSAGES__INIT;
+    rd.consumer_id = consumer_id;
+    rd.n_message_ids = n;
+    rd.message_ids = n ? idp : NULL;
+    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__REDELIVER_UNACKNOWLEDGED_MESSAGES;
+    cmd.redeliverunacknowledgedmessages = &rd;
+    return tclient_send(c, &cmd);
+}
+
 int tclient_send_message(tclient_t *c, uint64_t producer_id, uint64_t seq, const char *key,
                          const char *payload, int32_t batch_n)
 {

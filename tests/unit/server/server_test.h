@@ -62,6 +62,8 @@ int tclient_subscribe(tclient_t *c, const char *topic, const char *sub, uint64_t
                       const int32_t (*ranges)[2], size_t nranges);
 int tclient_flow(tclient_t *c, uint64_t consumer_id, uint32_t permits);
 int tclient_ack(tclient_t *c, uint64_t consumer_id, int64_t ledger, int64_t entry);
+/* REDELIVER_UNACKNOWLEDGED_MESSAGES of n (<= 8) {ledger, entry} ids; n = 0: all. */
+int tclient_redeliver(tclient_t *c, uint64_t consumer_id, const int64_t (*ids)[2], size_t n);
 /* Sends a message and waits for its receipt; fills the id. */
 int tclient_produce(tclient_t *c, uint64_t producer_id, uint64_t seq, const char *key,
                     const char *payload, int64_t *ledger, int64_t *entry);

@@ -232,13 +232,7 @@ static void test_ack_bookkeeping_and_redelivery(void)
     tclient_ack(c, 7, l[0], e[0]);
     tclient_ack(c, 7, l[2], e[2]);
     tclient_ack(c, 7, l[4], e[4]);
-    Pulsar__Proto__CommandRedeliverUnacknowledgedMessages rd =
-        PULSAR__PROTO__COMMAND_REDELIVER_UNACKNOWLEDGED_MESSAGES__INIT;
-    rd.consumer_id = 7;
-    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
-    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__REDELIVER_UNACKNOWLEDGED_MESSAGES;
-    cmd.redeliverunacknowledgedmessages = &rd;
-    CU_ASSERT_EQUAL(tclient_send(c, &cmd), 0);
+    CU_ASSERT_EQUAL(tclient_redeliver(c, 7, NULL, 0), 0);
     size_t n = receive_messages(c, m, 4, 1.0);
     CU_ASSERT_EQUAL(n, 3);
     char buf[32];
@@ -844,6 +838,207 @@ static void test_replay_key_counts(void)
     qmap64_free(s.replay_hashes);
 }
 
+/* A key whose owner is the consumer named "b" (id b_id) when it shares an
+ * AUTO_SPLIT Key_Shared subscription with "a" (id a_id): written to buf. */
+static bool key_owned_by_b(uint64_t a_id, uint64_t b_id, char *buf, size_t cap)
+{
+    char an[] = "a", bn[] = "b";
+    consumer_t ca = {.name = an, .consumer_id = a_id}, cb = {.name = bn, .consumer_id = b_id};
+    consumer_t *list[2] = {&ca, &cb};
+    subscription_t s = {0};
+    s.type = PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
+    s.key_shared_mode = PULSAR__PROTO__KEY_SHARED_MODE__AUTO_SPLIT;
+    s.consumers = list;
+    s.consumers_count = 2;
+    bool found = false;
+    for (int i = 0; i < 1000 && !found; i++) {
+        snprintf(buf, cap, "key-%d", i);
+        found = subscription_key_shared_owner(&s, key_hash(buf)) == &cb;
+    }
+    free(ca.ring_points);
+    free(cb.ring_points);
+    free(s.ring);
+    return found;
+}
+
+static const Pulsar__Proto__CommandSubscribe__SubType KEY_SHARED =
+    PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
+
+/* A key moved by a join waits while its old owner holds entries of it: "a"
+ * holds m0 unacknowledged and gave m1 back (a negative ack) when "b" joins and
+ * becomes the key's owner; b gets m1 only once a acknowledges m0 (Pulsar's
+ * draining hashes). m1 is below b's join hold, so that hold does not cover it. */
+static void test_key_shared_key_waits_for_old_owner(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *p = tclient_connect(tb, "test"), *ca = tclient_connect(tb, "test"),
+              *cb = tclient_connect(tb, "test");
+    TEST_REQUIRE(p && ca && cb);
+    char key[32];
+    TEST_REQUIRE(key_owned_by_b(1, 1, key, sizeof key));
+    const char *topic = T "ks-drain";
+    CU_ASSERT_EQUAL(tclient_subscribe(ca, topic, "s", 1, KEY_SHARED, "a", NULL, 0), 0);
+    CU_ASSERT_EQUAL(tclient_create_producer(p, topic, 1), 0);
+    int64_t l[2], e[2];
+    CU_ASSERT_EQUAL(tclient_produce(p, 1, 0, key, "m0", &l[0], &e[0]), 0);
+    CU_ASSERT_EQUAL(tclient_produce(p, 1, 1, key, "m1", &l[1], &e[1]), 0);
+    tclient_flow(ca, 1, 2);
+    tframe_t *m[2] = {NULL, NULL};
+    TEST_REQUIRE(receive_messages(ca, m, 2, 5.0) == 2);
+    free_frames(m, 2);
+    const int64_t m1_id[1][2] = {{l[1], e[1]}};
+    CU_ASSERT_EQUAL(tclient_redeliver(ca, 1, m1_id, 1), 0);
+    CU_ASSERT_EQUAL(tclient_subscribe(cb, topic, "s", 1, KEY_SHARED, "b", NULL, 0), 0);
+    tclient_flow(cb, 1, 10);
+    tframe_t *early = tclient_wait(cb, MESSAGE, 0.3);
+    CU_ASSERT_PTR_NULL(early); /* m1 waits: a still holds m0 */
+    if (early)
+        tframe_free(early);
+    CU_ASSERT_EQUAL(tclient_ack(ca, 1, l[0], e[0]), 0);
+    tframe_t *f = tclient_wait(cb, MESSAGE, 5.0);
+    CU_ASSERT_PTR_NOT_NULL(f);
+    if (f) {
+        char buf[16];
+        CU_ASSERT_STRING_EQUAL(payload_text(f, buf, sizeof buf), "m1");
+        CU_ASSERT_EQUAL((int64_t)f->cmd->message->message_id->entryid, e[1]);
+        tframe_free(f);
+    }
+    tclient_close(p);
+    tclient_close(ca);
+    tclient_close(cb);
+    tbroker_stop(tb);
+}
+
+/* Appends the frame of cmd to *all (grown); 0 or -1. */
+static int frame_append(const Pulsar__Proto__BaseCommand *cmd, uint8_t **all, size_t *len)
+{
+    qbuf_t *b = NULL;
+    if (frame_encode_command(cmd, &b) != 0)
+        return -1;
+    uint8_t *n = realloc(*all, *len + b->len);
+    if (n) {
+        memcpy(n + *len, b->data, b->len);
+        *all = n;
+        *len += b->len;
+    }
+    qbuf_unref(b);
+    return n ? 0 : -1;
+}
+
+/* A replay read in flight when older entries of its key come back is not sent:
+ * "b" holds m0, and m1 (b's key too) waits in the replay set for b's permits.
+ * In one write, a FLOW for "a" starts a read of m1 from the replay set and b's
+ * CLOSE_CONSUMER puts m0 back in the set while that read is in flight; a, the
+ * key's owner now, gets m0 before m1. */
+static void test_key_shared_replay_read_after_older_returns(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *p = tclient_connect(tb, "test"), *c = tclient_connect(tb, "test");
+    TEST_REQUIRE(p && c);
+    char key[32];
+    TEST_REQUIRE(key_owned_by_b(1, 2, key, sizeof key));
+    const char *topic = T "ks-stale";
+    CU_ASSERT_EQUAL(tclient_subscribe(c, topic, "s", 1, KEY_SHARED, "a", NULL, 0), 0);
+    CU_ASSERT_EQUAL(tclient_subscribe(c, topic, "s", 2, KEY_SHARED, "b", NULL, 0), 0);
+    CU_ASSERT_EQUAL(tclient_create_producer(p, topic, 1), 0);
+    CU_ASSERT_EQUAL(tclient_produce(p, 1, 0, key, "m0", NULL, NULL), 0);
+    CU_ASSERT_EQUAL(tclient_produce(p, 1, 1, key, "m1", NULL, NULL), 0);
+    tclient_flow(c, 2, 1);
+    tframe_t *f = tclient_wait(c, MESSAGE, 5.0);
+    TEST_REQUIRE(f != NULL);
+    CU_ASSERT_EQUAL(f->cmd->message->consumer_id, 2);
+    tframe_free(f);
+    tclient_flow(c, 1, 10); /* m1 is read and held: its owner b has no permits */
+    f = tclient_wait(c, MESSAGE, 0.3);
+    CU_ASSERT_PTR_NULL(f);
+    if (f)
+        tframe_free(f);
+    Pulsar__Proto__CommandFlow fl = PULSAR__PROTO__COMMAND_FLOW__INIT;
+    fl.consumer_id = 1;
+    fl.messagepermits = 1;
+    Pulsar__Proto__BaseCommand flow = PULSAR__PROTO__BASE_COMMAND__INIT;
+    flow.type = PULSAR__PROTO__BASE_COMMAND__TYPE__FLOW;
+    flow.flow = &fl;
+    Pulsar__Proto__CommandCloseConsumer cl = PULSAR__PROTO__COMMAND_CLOSE_CONSUMER__INIT;
+    cl.consumer_id = 2;
+    cl.request_id = 99;
+    Pulsar__Proto__BaseCommand close = PULSAR__PROTO__BASE_COMMAND__INIT;
+    close.type = PULSAR__PROTO__BASE_COMMAND__TYPE__CLOSE_CONSUMER;
+    close.close_consumer = &cl;
+    uint8_t *both = NULL;
+    size_t len = 0;
+    TEST_REQUIRE(frame_append(&flow, &both, &len) == 0 && frame_append(&close, &both, &len) == 0);
+    CU_ASSERT_EQUAL(tclient_send_raw(c, both, len), 0);
+    free(both);
+    tframe_t *m[2] = {NULL, NULL};
+    size_t n = receive_messages(c, m, 2, 5.0);
+    CU_ASSERT_EQUAL(n, 2);
+    const char *want[2] = {"m0", "m1"};
+    for (size_t i = 0; i < n; i++) {
+        char buf[16];
+        CU_ASSERT_EQUAL(m[i]->cmd->message->consumer_id, 1);
+        CU_ASSERT_STRING_EQUAL(payload_text(m[i], buf, sizeof buf), want[i]);
+    }
+    free_frames(m, n);
+    tclient_close(p);
+    tclient_close(c);
+    tbroker_stop(tb);
+}
+
+/* A SEEK disconnects the subscription's consumers without giving their entries
+ * back one by one: what they held is no longer counted as held, and a consumer
+ * after the seek gets every key again. */
+static void test_key_shared_held_keys_forgotten_on_seek(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *p = tclient_connect(tb, "test"), *ca = tclient_connect(tb, "test"),
+              *cb = tclient_connect(tb, "test");
+    TEST_REQUIRE(p && ca && cb);
+    const char *topic = T "ks-seek";
+    CU_ASSERT_EQUAL(tclient_subscribe(ca, topic, "s", 1, KEY_SHARED, "a", NULL, 0), 0);
+    CU_ASSERT_EQUAL(tclient_create_producer(p, topic, 1), 0);
+    int64_t l0, e0;
+    CU_ASSERT_EQUAL(tclient_produce(p, 1, 0, "k", "m0", &l0, &e0), 0);
+    CU_ASSERT_EQUAL(tclient_produce(p, 1, 1, "k", "m1", NULL, NULL), 0);
+    tclient_flow(ca, 1, 1);
+    tframe_t *f = tclient_wait(ca, MESSAGE, 5.0); /* m0, held unacknowledged */
+    TEST_REQUIRE(f != NULL);
+    tframe_free(f);
+    Pulsar__Proto__MessageIdData id = PULSAR__PROTO__MESSAGE_ID_DATA__INIT;
+    id.ledgerid = (uint64_t)l0;
+    id.entryid = (uint64_t)e0;
+    Pulsar__Proto__CommandSeek sk = PULSAR__PROTO__COMMAND_SEEK__INIT;
+    sk.consumer_id = 1;
+    sk.request_id = 50;
+    sk.message_id = &id;
+    Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
+    cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__SEEK;
+    cmd.seek = &sk;
+    CU_ASSERT_EQUAL(tclient_send(ca, &cmd), 0);
+    f = tclient_wait(ca, PULSAR__PROTO__BASE_COMMAND__TYPE__SUCCESS, 5.0);
+    CU_ASSERT_PTR_NOT_NULL(f);
+    if (f)
+        tframe_free(f);
+    CU_ASSERT_EQUAL(tclient_subscribe(cb, topic, "s", 1, KEY_SHARED, "b", NULL, 0), 0);
+    tclient_flow(cb, 1, 10);
+    tframe_t *m[2] = {NULL, NULL};
+    size_t n = receive_messages(cb, m, 2, 5.0);
+    CU_ASSERT_EQUAL(n, 2);
+    const char *want[2] = {"m0", "m1"};
+    for (size_t i = 0; i < n; i++) {
+        char buf[16];
+        CU_ASSERT_STRING_EQUAL(payload_text(m[i], buf, sizeof buf), want[i]);
+    }
+    free_frames(m, n);
+    tclient_close(p);
+    tclient_close(ca);
+    tclient_close(cb);
+    tbroker_stop(tb);
+}
+
 static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("broker", NULL, NULL);
@@ -864,6 +1059,12 @@ static void register_suites(void)
     CU_add_test(s, "traffic drain: only what moved", test_traffic_drain);
     CU_add_test(s, "Key_Shared ring owner as defined, as consumers come and go",
                 test_key_shared_ring_owner);
+    CU_add_test(s, "Key_Shared: a moved key waits for its old owner's acks",
+                test_key_shared_key_waits_for_old_owner);
+    CU_add_test(s, "Key_Shared: a replay read is not sent when older entries return",
+                test_key_shared_replay_read_after_older_returns);
+    CU_add_test(s, "Key_Shared: held keys forgotten when a seek disconnects",
+                test_key_shared_held_keys_forgotten_on_seek);
 }
 
 int main(int argc, char **argv)
