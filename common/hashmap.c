@@ -116,25 +116,33 @@ static int grow(qmap_t *m)
     return 0;
 }
 
-static int put(qmap_t *m, uint64_t h, const char *sk, uint64_t ik, void *value)
+/* The slot of key: found, or a new one holding NULL; NULL when out of memory. */
+static slot_t *find_or_insert(qmap_t *m, uint64_t h, const char *sk, uint64_t ik)
 {
     slot_t *s = find(m, h, sk, ik);
-    if (s) {
-        s->value = value;
-        return 0;
-    }
+    if (s)
+        return s;
     if ((m->used + 1) * 4 > m->cap * 3 && grow(m) < 0)
-        return -ENOMEM;
+        return NULL;
     char *copy = NULL;
     if (m->string_keys && !(copy = strdup(sk)))
-        return -ENOMEM;
+        return NULL;
     size_t mask = m->cap - 1, i = h & mask;
     while (m->slots[i].state == SLOT_LIVE)
         i = (i + 1) & mask;
     if (m->slots[i].state == SLOT_EMPTY)
         m->used++;
-    m->slots[i] = (slot_t){h, ik, copy, value, SLOT_LIVE};
+    m->slots[i] = (slot_t){h, ik, copy, NULL, SLOT_LIVE};
     m->live++;
+    return &m->slots[i];
+}
+
+static int put(qmap_t *m, uint64_t h, const char *sk, uint64_t ik, void *value)
+{
+    slot_t *s = find_or_insert(m, h, sk, ik);
+    if (!s)
+        return -ENOMEM;
+    s->value = value;
     return 0;
 }
 
@@ -215,6 +223,12 @@ void *qmap64_get(const qmap64_t *m, uint64_t key)
 int qmap64_put(qmap64_t *m, uint64_t key, void *value)
 {
     return put(m, hash_u64(key), NULL, key, value);
+}
+void **qmap64_slot(qmap64_t *m, uint64_t key, bool create)
+{
+    uint64_t h = hash_u64(key);
+    slot_t *s = create ? find_or_insert(m, h, NULL, key) : find(m, h, NULL, key);
+    return s ? &s->value : NULL;
 }
 void *qmap64_remove(qmap64_t *m, uint64_t key)
 {

@@ -36,6 +36,10 @@ qmap64_t *qmap64_new(void);
 void qmap64_free(qmap64_t *m);
 void *qmap64_get(const qmap64_t *m, uint64_t key);
 int qmap64_put(qmap64_t *m, uint64_t key, void *value);
+/* Where key's value is kept, for reading and writing it in place: with create,
+ * a new entry holding NULL when absent (NULL only when out of memory); without,
+ * NULL when absent. Valid until the next put, slot or remove on m. */
+void **qmap64_slot(qmap64_t *m, uint64_t key, bool create);
 void *qmap64_remove(qmap64_t *m, uint64_t key);
 size_t qmap64_size(const qmap64_t *m);
 bool qmap64_next(const qmap64_t *m, qmap_iter_t *it, uint64_t *key, void **value);

@@ -523,15 +523,19 @@ static bool consumer_counts_hashes(const consumer_t *cons)
     return cons->sub && cons->sub->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
 }
 
-/* Moves hash's count in m by delta (+1 or -n), removing it at zero. */
+/* Moves hash's count in m by delta (+1 or -n), removing it at zero: one probe,
+ * two when it reaches zero. */
 static int hash_count_add(qmap64_t *m, uint32_t hash, int64_t delta)
 {
-    int64_t n = (int64_t)(uintptr_t)qmap64_get(m, hash) + delta;
-    if (n <= 0) {
+    void **v = qmap64_slot(m, hash, delta > 0);
+    if (!v)
+        return delta > 0 ? -ENOMEM : 0;
+    int64_t n = (int64_t)(uintptr_t)*v + delta;
+    if (n <= 0)
         qmap64_remove(m, hash);
-        return 0;
-    }
-    return qmap64_put(m, hash, (void *)(uintptr_t)n);
+    else
+        *v = (void *)(uintptr_t)n;
+    return 0;
 }
 
 /* One entry of hash more (+1) or fewer (-1) held by cons, in its count and
@@ -549,9 +553,11 @@ void consumer_unacked_put(consumer_t *cons, uint64_t key, void *v)
         (void)qmap64_put(cons->unacked, key, v); /* only Key_Shared reads before it puts */
         return;
     }
-    void *old = qmap64_get(cons->unacked, key);
-    if (qmap64_put(cons->unacked, key, v) < 0)
+    void **slot = qmap64_slot(cons->unacked, key, true);
+    if (!slot)
         return;
+    void *old = *slot;
+    *slot = v;
     if (old)
         hash_held_add(cons, unacked_key_hash_of(old), -1);
     hash_held_add(cons, unacked_key_hash_of(v), +1);

@@ -304,12 +304,12 @@ static void measure_publish(struct topic_limits *tl, int64_t msgs, int64_t bytes
     tl->window_start_us = now;
 }
 
-void limits_on_publish(topic_t *t, conn_t *c, int64_t msgs, int64_t bytes)
+void limits_on_publish(topic_t *t, conn_t *c, int64_t msgs, int64_t bytes, uint64_t now_us)
 {
     struct topic_limits *tl = topic_limits_get(t);
     if (!tl)
         return;
-    int64_t now = (int64_t)clock_mono_us();
+    int64_t now = (int64_t)now_us;
     measure_publish(tl, msgs, bytes, now);
     if (!rate_limiter_enabled(&tl->publish))
         return;
@@ -496,10 +496,14 @@ void limits_on_dispatch(subscription_t *s, int64_t msgs, int64_t bytes)
     struct topic_limits *tl = s->topic->limits;
     if (!tl)
         return;
+    bool topic_on = rate_limiter_enabled(&tl->dispatch);
+    bool sub_on = s->limits && rate_limiter_enabled(&s->limits->dispatch);
+    if (!topic_on && !sub_on)
+        return; /* no clock read per entry without a dispatch rate */
     int64_t now = (int64_t)clock_mono_us();
-    if (rate_limiter_enabled(&tl->dispatch))
+    if (topic_on)
         rate_limiter_consume(&tl->dispatch, msgs, bytes, now);
-    if (s->limits && rate_limiter_enabled(&s->limits->dispatch))
+    if (sub_on)
         rate_limiter_consume(&s->limits->dispatch, msgs, bytes, now);
 }
 

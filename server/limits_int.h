@@ -38,8 +38,9 @@ void limits_subscription_free(subscription_t *s);
  * (never refused): charges t's publish rate; when it is exhausted, stops
  * reading every connection that carries a producer of t until the bucket
  * refills (a timer). A paused connection carries all its producers' SENDs,
- * whatever their topic: as Pulsar's disabled auto-read. */
-void limits_on_publish(topic_t *t, conn_t *c, int64_t msgs, int64_t bytes);
+ * whatever their topic: as Pulsar's disabled auto-read. now_us: the monotonic
+ * clock when the SEND was taken (the caller has read it already). */
+void limits_on_publish(topic_t *t, conn_t *c, int64_t msgs, int64_t bytes, uint64_t now_us);
 
 /* ----------------------------------------------------------- admission -- */
 

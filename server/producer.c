@@ -329,7 +329,8 @@ void producer_handle_send(conn_t *c, const Pulsar__Proto__CommandSend *cmd, cons
     if (c->pending_publish_bytes > c->broker->cfg.max_pending_publish_bytes)
         conn_pause_reads(c);
     broker_publish_bytes_add(c, stored_len);
-    limits_on_publish(t, c, s->num_messages, (int64_t)stored_len); /* may pause reads */
+    limits_on_publish(t, c, s->num_messages, (int64_t)stored_len,
+                      s->start_us); /* may pause reads */
     t->last_publish_ms = 0;
     if (!t->ml) {
         topic_publish_non_persistent(t, entry, s->num_messages);

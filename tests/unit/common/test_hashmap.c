@@ -67,9 +67,46 @@ static void test_qmap64_churn(void)
     qmap64_free(m);
 }
 
+/* qmap64_slot: a value read and written in place; created (NULL) only when
+ * asked; the same entry as get/put see, across growth. */
+static void test_qmap64_slot(void)
+{
+    qmap64_t *m = qmap64_new();
+    TEST_REQUIRE(m != NULL);
+    CU_ASSERT_PTR_NULL(qmap64_slot(m, 7, false)); /* empty map: nothing created */
+    CU_ASSERT_EQUAL(qmap64_size(m), 0);
+    for (uint64_t k = 0; k < 1000; k++) { /* counts: 1 for each, 2 for multiples of 3 */
+        int adds = k % 3 == 0 ? 2 : 1;
+        for (int a = 0; a < adds; a++) {
+            void **v = qmap64_slot(m, k, true);
+            TEST_REQUIRE(v != NULL);
+            *v = (void *)((uintptr_t)*v + 1);
+        }
+    }
+    CU_ASSERT_EQUAL(qmap64_size(m), 1000);
+    CU_ASSERT_EQUAL((uintptr_t)qmap64_get(m, 3), 2);
+    CU_ASSERT_EQUAL((uintptr_t)qmap64_get(m, 4), 1);
+    CU_ASSERT_PTR_NULL(qmap64_slot(m, 5000, false));
+    CU_ASSERT_EQUAL(qmap64_size(m), 1000);
+    void **v = qmap64_slot(m, 4, false);
+    TEST_REQUIRE(v != NULL);
+    *v = (void *)(uintptr_t)9;
+    CU_ASSERT_EQUAL((uintptr_t)qmap64_get(m, 4), 9);
+    CU_ASSERT_EQUAL(qmap64_put(m, 4, (void *)(uintptr_t)10), 0);
+    CU_ASSERT_EQUAL((uintptr_t)*qmap64_slot(m, 4, false), 10);
+    CU_ASSERT_EQUAL((uintptr_t)qmap64_remove(m, 4), 10);
+    CU_ASSERT_PTR_NULL(qmap64_slot(m, 4, false));
+    void **again = qmap64_slot(m, 4, true); /* in a tombstone's place or not: new, NULL */
+    TEST_REQUIRE(again != NULL);
+    CU_ASSERT_PTR_NULL(*again);
+    CU_ASSERT_EQUAL(qmap64_size(m), 1000);
+    qmap64_free(m);
+}
+
 void register_hashmap_suite(void)
 {
     CU_pSuite s = CU_add_suite("hashmap", NULL, NULL);
     CU_add_test(s, "qmap basic and growth", test_qmap_basic_and_growth);
     CU_add_test(s, "qmap64 churn", test_qmap64_churn);
+    CU_add_test(s, "qmap64 slot: in place, created on demand", test_qmap64_slot);
 }
