@@ -33,6 +33,7 @@ typedef struct qb_options {
     int port;
     bool journal_sync;
     uint32_t large_entry_bytes;                 /* journalLargeEntryThreshold */
+    bool large_entry_odirect;                   /* journalLargeEntryDirectIo */
     uint32_t compact_rate;                      /* compactionRateByBytes */
     uint32_t write_cache_mb, read_cache_mb;     /* dbStorage_{writeCache,readAheadCache}MaxSizeMb */
     double minor_threshold, major_threshold;    /* minor/majorCompactionThreshold */
@@ -45,6 +46,7 @@ static void qb_usage(FILE *out)
             "usage: quire bookie --data-dir DIR [--bookiePort=N] [--bindAddress=ADDR]\n"
             "                    [--journalSyncData=true|false]\n"
             "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n"
+            "                    [--journalLargeEntryDirectIo=true|false]\n"
             "                    [--compactionRateByBytes=BYTES_PER_S (0: unpaced)]\n"
             "                    [--dbStorage_writeCacheMaxSizeMb=MB (1..65536)]\n"
             "                    [--dbStorage_readAheadCacheMaxSizeMb=MB (0..65536)]\n"
@@ -145,6 +147,9 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--journalLargeEntryThreshold", &v)) != 0) {
         if (m > 0 && qb_parse_u32(v, BOOKIE_LARGE_ENTRY_BYTES_MAX, &o->large_entry_bytes) < 0)
             m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--journalLargeEntryDirectIo", &v)) != 0) {
+        if (m > 0 && qb_parse_bool(v, &o->large_entry_odirect) < 0)
+            m = -2;
     } else if ((m = qb_match(argc, argv, i, "--compactionRateByBytes", &v)) != 0) {
         if (m > 0 && qb_parse_u32(v, UINT32_MAX, &o->compact_rate) < 0)
             m = -2;
@@ -188,6 +193,7 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     bookie_config_t defaults;
     bookie_config_defaults(&defaults);
     o->large_entry_bytes = defaults.journal_large_entry_bytes;
+    o->large_entry_odirect = defaults.journal_large_entry_odirect;
     o->compact_rate = (uint32_t)defaults.gc_compact_bytes_per_s;
     o->write_cache_mb = (uint32_t)(defaults.write_cache_bytes >> 20);
     o->read_cache_mb = (uint32_t)(defaults.read_cache_bytes >> 20);
@@ -245,13 +251,14 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
     ev_signal_start(loop, &sigterm);
     ev_signal_start(loop, &sigint);
     printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
-           "journalLargeEntryThreshold=%u, compactionRateByBytes=%u, "
+           "journalLargeEntryThreshold=%u, journalLargeEntryDirectIo=%s, compactionRateByBytes=%u, "
            "minorCompactionThreshold=%g, minorCompactionInterval=%" PRId64
            ", majorCompactionThreshold=%g, majorCompactionInterval=%" PRId64
            ", dbStorage_writeCacheMaxSizeMb=%u, dbStorage_readAheadCacheMaxSizeMb=%u)\n",
            o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
-           o->large_entry_bytes, o->compact_rate, o->minor_threshold, o->minor_interval_s,
-           o->major_threshold, o->major_interval_s, o->write_cache_mb, o->read_cache_mb);
+           o->large_entry_bytes, o->large_entry_odirect ? "true" : "false", o->compact_rate,
+           o->minor_threshold, o->minor_interval_s, o->major_threshold, o->major_interval_s,
+           o->write_cache_mb, o->read_cache_mb);
     fflush(stdout);
     ev_run(loop, 0);
     ev_signal_stop(loop, &sigterm);
@@ -279,6 +286,7 @@ int quire_bookie_main(int argc, char **argv)
     cfg.data_dir = o.data_dir;
     cfg.journal_sync = o.journal_sync;
     cfg.journal_large_entry_bytes = o.large_entry_bytes;
+    cfg.journal_large_entry_odirect = o.large_entry_odirect;
     cfg.gc_compact_bytes_per_s = o.compact_rate;
     cfg.write_cache_bytes = (uint64_t)o.write_cache_mb << 20;
     cfg.read_cache_bytes = (uint64_t)o.read_cache_mb << 20;

@@ -245,6 +245,12 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.journal_large_entry_bytes = (uint32_t)large;
+    bool odirect = bc.journal_large_entry_odirect;
+    if (qconfig_get_bool(sa->conf, "journalLargeEntryDirectIo", odirect, &odirect) < 0) {
+        log_error("standalone", "journalLargeEntryDirectIo: expected true or false");
+        return QE_INVALID;
+    }
+    bc.journal_large_entry_odirect = odirect;
     int64_t compact_rate = 0;
     if (qconfig_get_int(sa->conf, "compactionRateByBytes", (int64_t)bc.gc_compact_bytes_per_s, 0,
                         INT64_MAX, &compact_rate) < 0) {

@@ -63,6 +63,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .major_compaction_interval_ms = 86400ull * 1000,
         .gc_compact_bytes_per_s = 32u << 20,
         .journal_large_entry_bytes = 16u << 10,
+        .journal_large_entry_odirect = true,
     };
 }
 
@@ -1080,6 +1081,7 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
     bk->meta_records = records;
     if (rc == 0)
         gc_trash_sweep(bk->ldir); /* logs GC removed whose blocks were still being freed */
+    bk->logs.dio_reads = bk->cfg.journal_large_entry_odirect;
     if (rc == 0)
         rc = log_table_load(&bk->logs, bk->ldir,
                             &(elog_load_fns_t){bookie_rebuild_run, bookie_rebuild_run, bk},
@@ -1089,8 +1091,8 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
         rc = elog_writer_init(&bk->writer, bk->ldir, bk->cfg.entry_log_size_bytes, &bk->lock,
                               &bk->logs);
     if (rc == 0)
-        rc = elog_direct_init(&bk->direct, bk->ldir, bk->cfg.entry_log_size_bytes, &bk->lock,
-                              &bk->logs);
+        rc = elog_direct_init(&bk->direct, bk->ldir, bk->cfg.entry_log_size_bytes,
+                              bk->cfg.journal_large_entry_odirect, &bk->lock, &bk->logs);
     if (rc == 0)
         rc = meta_file_open(bk);
     if (rc == 0)
@@ -1367,6 +1369,7 @@ void bookie_close(bookie_t *bk)
     if (!bk)
         return;
     bookie_shutdown(bk);
+    elog_direct_trim(&bk->direct);
     if (!atomic_load(&bk->flush_failed) && !bk->frozen) {
         int rc = flush_run(bk, bk->active, bk->acked_pos, true);
         if (rc)

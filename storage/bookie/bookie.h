@@ -83,6 +83,11 @@ typedef struct bookie_config {
      * again by the flush (journalLargeEntryThreshold; 16 KiB; 0: every entry
      * is journaled whole and copied to an entry log later). */
     uint32_t journal_large_entry_bytes;
+    /* Direct logs are written with O_DIRECT from an aligned stage, and
+     * records of ELOG_DIO_READ_MIN bytes or more read with O_DIRECT, where the
+     * file system allows it (journalLargeEntryDirectIo; true): no copy into
+     * the page cache either way (entry_log.h). */
+    bool journal_large_entry_odirect;
 } bookie_config_t;
 
 void bookie_config_defaults(bookie_config_t *cfg);

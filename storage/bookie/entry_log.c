@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -125,8 +126,34 @@ static int log_table_insert(log_table_t *t, entry_log_t *log)
     return 0;
 }
 
+/* path opened once more with O_DIRECT (flags: O_RDONLY or O_WRONLY), or -1
+ * where the file system does not take it; *align from statx where it tells,
+ * else 4 KiB. */
+static int dio_open(const char *path, int flags, uint32_t *align)
+{
+    int fd = open(path, flags | O_DIRECT | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    uint32_t a = 4096;
+#ifdef STATX_DIOALIGN
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+        if (sx.stx_dio_offset_align == 0) { /* the file system says: not supported */
+            close(fd);
+            return -1;
+        }
+        while (a < sx.stx_dio_offset_align || a < sx.stx_dio_mem_align)
+            a *= 2;
+    }
+#endif
+    *align = a;
+    return fd;
+}
+
 static void entry_log_destroy(entry_log_t *log)
 {
+    if (log->dio_fd >= 0)
+        close(log->dio_fd);
     if (log->fd >= 0)
         close(log->fd);
     if (log->idx_fd >= 0)
@@ -404,7 +431,10 @@ static int elog_load_one(log_table_t *t, const char *dir, uint32_t id, const elo
         return -ENOMEM;
     log->id = id;
     log->idx_fd = -1;
+    log->dio_fd = -1;
     log->fd = open(path, O_RDWR | O_CLOEXEC);
+    if (log->fd >= 0 && t->dio_reads)
+        log->dio_fd = dio_open(path, O_RDONLY, &log->dio_align);
     struct stat st;
     if (log->fd < 0 || fstat(log->fd, &st) < 0) {
         int rc = -errno;
@@ -496,6 +526,84 @@ uint32_t elog_header_make(uint8_t *h, int64_t ledger_id, int64_t entry_id, const
 }
 
 /* Reads and verifies one record; with want_crc, its crc must also be crc. */
+/* Each reader thread's aligned buffer for O_DIRECT reads, freed when the
+ * thread ends. */
+typedef struct dio_bounce {
+    uint8_t *buf;
+    size_t cap;
+} dio_bounce_t;
+
+static pthread_key_t bounce_key;
+static pthread_once_t bounce_once = PTHREAD_ONCE_INIT;
+
+static void bounce_free(void *p)
+{
+    dio_bounce_t *b = p;
+    free(b->buf);
+    free(b);
+}
+
+static void bounce_key_init(void)
+{
+    if (pthread_key_create(&bounce_key, bounce_free) != 0)
+        abort();
+}
+
+static uint8_t *bounce_get(size_t need, uint32_t align)
+{
+    pthread_once(&bounce_once, bounce_key_init);
+    dio_bounce_t *b = pthread_getspecific(bounce_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b)))
+            return NULL;
+        if (pthread_setspecific(bounce_key, b) != 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->cap < need || (uintptr_t)b->buf % align != 0) {
+        size_t cap = need > ((size_t)1 << 20) ? need : (size_t)1 << 20;
+        void *p;
+        if (posix_memalign(&p, align, cap) != 0)
+            return NULL;
+        free(b->buf);
+        b->buf = p;
+        b->cap = cap;
+    }
+    return b->buf;
+}
+
+/* The record at offset with O_DIRECT: the aligned blocks around it read into
+ * the thread's bounce buffer; h receives the header, b->data the payload. 0,
+ * QE_CORRUPT (short file), -EINVAL (refused: read it buffered) or -errno. */
+static int elog_read_dio(const entry_log_t *log, uint64_t offset, uint32_t length, uint8_t *h,
+                         qbuf_t *b)
+{
+    uint64_t a = log->dio_align, start = offset / a * a;
+    uint64_t end = offset + ELOG_HEADER_BYTES + length, span = (end - start + a - 1) / a * a;
+    uint8_t *buf = bounce_get((size_t)span, log->dio_align);
+    if (!buf)
+        return -ENOMEM;
+    size_t got = 0;
+    while (got < end - start) {
+        ssize_t n = pread(log->dio_fd, buf + got, (size_t)span - got, (off_t)(start + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0 || (size_t)n % a != 0) { /* the file's end (not a block's) */
+            got += (size_t)n;
+            break;
+        }
+        got += (size_t)n;
+    }
+    if (got < end - start)
+        return QE_CORRUPT;
+    memcpy(h, buf + (offset - start), ELOG_HEADER_BYTES);
+    memcpy(b->data, buf + (offset - start) + ELOG_HEADER_BYTES, length);
+    return 0;
+}
+
 static int elog_read_verify(const entry_log_t *log, uint64_t offset, uint32_t length,
                             int64_t ledger_id, int64_t entry_id, bool want_crc, uint32_t crc_want,
                             qbuf_t **out)
@@ -504,9 +612,14 @@ static int elog_read_verify(const entry_log_t *log, uint64_t offset, uint32_t le
     if (!b)
         return -ENOMEM;
     uint8_t h[ELOG_HEADER_BYTES];
-    int rc = bk_pread_all(log->fd, h, sizeof h, offset);
-    if (rc == 0)
-        rc = bk_pread_all(log->fd, b->data, length, offset + ELOG_HEADER_BYTES);
+    int rc = -EINVAL;
+    if (log->dio_fd >= 0 && length >= ELOG_DIO_READ_MIN)
+        rc = elog_read_dio(log, offset, length, h, b);
+    if (rc == -EINVAL) {
+        rc = bk_pread_all(log->fd, h, sizeof h, offset);
+        if (rc == 0)
+            rc = bk_pread_all(log->fd, b->data, length, offset + ELOG_HEADER_BYTES);
+    }
     const char *why = rc == QE_CORRUPT ? "short file" : NULL;
     if (rc == 0) {
         uint32_t crc = get_le32(h + 8);
@@ -636,10 +749,13 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
     pthread_mutex_unlock(lock);
     log->id = id;
     log->idx_fd = -1;
+    log->dio_fd = -1;
     log->pinned = pinned;
     elog_path(path, sizeof path, dir, id, "log");
     elog_path(ipath, sizeof ipath, dir, id, "idx");
     log->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (log->fd >= 0 && table->dio_reads)
+        log->dio_fd = dio_open(path, O_RDONLY, &log->dio_align);
     int ifd = log->fd >= 0 ? open(ipath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
     int rc = ifd < 0 ? -errno : bk_fsync_dir(dir);
     if (rc == 0) {
@@ -890,21 +1006,65 @@ int elog_ensure_after(elog_writer_t *w, uint32_t id)
 
 /* ---------------------------------------------------------- direct writer -- */
 
-int elog_direct_init(elog_direct_t *d, const char *dir, uint64_t max_size, pthread_mutex_t *lock,
-                     log_table_t *table)
+int elog_direct_init(elog_direct_t *d, const char *dir, uint64_t max_size, bool odirect,
+                     pthread_mutex_t *lock, log_table_t *table)
 {
     memset(d, 0, sizeof *d);
     d->dir = strdup(dir);
     d->max_size = max_size;
+    d->odirect = odirect;
+    d->dio_fd = -1;
     d->lock = lock;
     d->table = table;
     return d->dir ? 0 : -ENOMEM;
 }
 
+/* Cuts the padding of the last O_DIRECT write off cur: its size is then the
+ * end of its last record, as after buffered appends. */
+void elog_direct_trim(elog_direct_t *d)
+{
+    if (d->dio_fd < 0 || d->stage_len == 0)
+        return;
+    if (ftruncate(d->dio_fd, (off_t)(d->stage_off + d->stage_len)) < 0)
+        log_warn("bookie", "direct entry log %08" PRIx32 ": cannot cut its padding: %s", d->cur->id,
+                 q_strerror(-errno));
+}
+
+static void direct_close_dio(elog_direct_t *d)
+{
+    if (d->dio_fd >= 0)
+        close(d->dio_fd);
+    d->dio_fd = -1;
+    d->stage_len = 0;
+    d->stage_off = 0;
+}
+
 void elog_direct_free(elog_direct_t *d)
 {
+    direct_close_dio(d);
     free(d->dir);
+    free(d->stage);
     memset(d, 0, sizeof *d);
+}
+
+/* Opens cur (new and empty) a second time with O_DIRECT when asked and the
+ * file system allows it. */
+static void direct_open_dio(elog_direct_t *d)
+{
+    direct_close_dio(d);
+    if (!d->odirect)
+        return;
+    char path[PATH_MAX];
+    elog_path(path, sizeof path, d->dir, d->cur->id, "log");
+    uint32_t align = 0;
+    int fd = dio_open(path, O_WRONLY, &align);
+    if (fd < 0) {
+        log_warn("bookie", "%s: no O_DIRECT here: direct logs are written buffered", path);
+        d->odirect = false;
+        return;
+    }
+    d->dio_fd = fd;
+    d->align = align;
 }
 
 bool elog_direct_needs_roll(const elog_direct_t *d, uint32_t len)
@@ -928,8 +1088,11 @@ int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, c
             d->cur->sealed = true;
         }
         pthread_mutex_unlock(d->lock);
+        if (d->cur)
+            elog_direct_trim(d);
         d->cur = log;
         d->wr_off = 0;
+        direct_open_dio(d);
     }
     *crc = elog_header_make(h, ledger_id, entry_id, data, len);
     *log_id = d->cur->id;
@@ -938,10 +1101,77 @@ int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, c
     return 0;
 }
 
+/* The stage can hold need bytes (contents kept). 0 or -ENOMEM. */
+static int direct_stage_reserve(elog_direct_t *d, size_t need)
+{
+    if (need <= d->stage_cap)
+        return 0;
+    size_t cap = d->stage_cap ? d->stage_cap : (size_t)1 << 20;
+    while (cap < need)
+        cap *= 2;
+    void *p;
+    if (posix_memalign(&p, d->align, cap) != 0)
+        return -ENOMEM;
+    if (d->stage_len)
+        memcpy(p, d->stage, d->stage_len);
+    free(d->stage);
+    d->stage = p;
+    d->stage_cap = cap;
+    return 0;
+}
+
+/* The O_DIRECT write: iov after the last partial block in the stage, padded
+ * to whole blocks, written from the block's start; the new last partial
+ * block stays in the stage. 0, -EINVAL (nothing written: the caller writes
+ * buffered) or -errno. */
+static int direct_write_dio(elog_direct_t *d, const struct iovec *iov, int cnt, uint64_t off)
+{
+    assert(off == d->stage_off + d->stage_len);
+    size_t bytes = 0;
+    for (int i = 0; i < cnt; i++)
+        bytes += iov[i].iov_len;
+    size_t a = d->align, end = d->stage_len + bytes, padded = (end + a - 1) / a * a;
+    int rc = direct_stage_reserve(d, padded);
+    if (rc)
+        return rc;
+    uint8_t *p = d->stage + d->stage_len;
+    for (int i = 0; i < cnt; i++) {
+        memcpy(p, iov[i].iov_base, iov[i].iov_len);
+        p += iov[i].iov_len;
+    }
+    memset(d->stage + end, 0, padded - end);
+    for (size_t done = 0; done < padded;) {
+        ssize_t n = pwrite(d->dio_fd, d->stage + done, padded - done, (off_t)(d->stage_off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0 || (size_t)n % a != 0)
+            return n < 0 ? -errno : -EIO;
+        done += (size_t)n;
+    }
+    size_t keep_from = end / a * a; /* the last partial block, if any, is kept */
+    memmove(d->stage, d->stage + keep_from, end - keep_from);
+    d->stage_off += keep_from;
+    d->stage_len = end - keep_from;
+    return 0;
+}
+
 int elog_direct_write(elog_direct_t *d, struct iovec *iov, int cnt, uint64_t off, bool sync)
 {
     assert(d->cur && off < d->wr_off);
-    int rc = bk_pwritev_all(d->cur->fd, iov, cnt, off);
+    int rc = -EINVAL;
+    if (d->dio_fd >= 0) {
+        rc = direct_write_dio(d, iov, cnt, off);
+        if (rc == -EINVAL && off == 0) { /* refused at its first write: buffered from here */
+            log_warn("bookie",
+                     "direct entry log %08" PRIx32 ": O_DIRECT write refused: "
+                     "direct logs are written buffered",
+                     d->cur->id);
+            direct_close_dio(d);
+            d->odirect = false;
+        }
+    }
+    if (d->dio_fd < 0)
+        rc = bk_pwritev_all(d->cur->fd, iov, cnt, off);
     if (rc == 0 && sync && fdatasync(d->cur->fd) < 0)
         rc = -errno;
     if (rc)
@@ -950,10 +1180,9 @@ int elog_direct_write(elog_direct_t *d, struct iovec *iov, int cnt, uint64_t off
     return rc;
 }
 
-int elog_direct_fd(const elog_direct_t *d)
+bool elog_direct_is_odirect(const elog_direct_t *d)
 {
-    assert(d->cur);
-    return d->cur->fd;
+    return d->dio_fd >= 0;
 }
 
 void elog_direct_publish(elog_direct_t *d)

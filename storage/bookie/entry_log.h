@@ -84,6 +84,8 @@ typedef struct lb_map {
 typedef struct entry_log {
     uint32_t id;
     int fd;                /* read and (for the current log) written */
+    int dio_fd;            /* read with O_DIRECT (large records), or -1: elog_read_* */
+    uint32_t dio_align;    /* dio_fd's alignment of offsets, lengths and memory */
     int idx_fd;            /* <id>.idx: read by entry_log_locate, appended by the writers */
     uint64_t size;         /* bytes of records known durable */
     uint32_t refs;         /* reads in flight (bookie lock) */
@@ -101,6 +103,7 @@ typedef struct log_table {
     uint32_t count, cap;
     uint64_t bytes;   /* sum of sizes */
     uint32_t next_id; /* the next log created gets this id (above every log) */
+    bool dio_reads;   /* logs opened from here on read large records with O_DIRECT */
 } log_table_t;
 
 /* ------------------------------------------------------------ log table -- */
@@ -148,6 +151,16 @@ int elog_write_summary(const char *dir, entry_log_t *log, const struct idx_sum_r
  * error. */
 int entry_log_locate(const entry_log_t *log, uint64_t pos, int64_t ledger_id, int64_t entry_id,
                      uint64_t *offset, uint32_t *length);
+/* Records of at least ELOG_DIO_READ_MIN bytes are read with O_DIRECT where
+ * the file system allows it: one aligned read into the reader thread's own
+ * bounce buffer, then the payload copied out. Large records are the direct
+ * logs' (written with O_DIRECT, so not in the page cache) and compaction's
+ * copies of them; reading them buffered filled the page cache at about 2 ms
+ * of CPU per MB on this kind of machine, and the disk takes several reads at
+ * once faster than the kernel's read-ahead of one (docs/performance.md,
+ * session 18). Smaller records are read buffered (the page cache helps). */
+#define ELOG_DIO_READ_MIN (16u << 10)
+
 /* Reads and verifies the record at offset of log (any thread): *out gets a new
  * qbuf (caller owns) with the payload. QE_CORRUPT (logged) when the record's
  * magic, ids, length or checksum do not match; -errno on I/O error. */
@@ -210,12 +223,26 @@ int elog_ensure_after(elog_writer_t *w, uint32_t id);
 
 /* --------------------------------------------------- direct log writer -- */
 
-/* The journal thread's writer of direct logs. It never buffers: the journal
- * thread reserves a place for each large record in a group
- * (elog_direct_reserve), writes the group's records with one pwritev
- * (elog_direct_write), has the log fdatasynced beside the journal's own sync
- * (elog_direct_fd), then publishes the new size (elog_direct_publish) once the
- * group is durable. */
+/* The journal thread's writer of direct logs. It reserves a place for each
+ * large record in a group (elog_direct_reserve), has the group's records
+ * written and fdatasynced (elog_direct_write, on the bk-dsync thread while
+ * the journal thread writes and syncs the journal), then publishes the new
+ * size (elog_direct_publish) once the group is durable.
+ *
+ * With odirect (the default) a direct log is written through a second
+ * descriptor opened with O_DIRECT: the group's records are copied into an
+ * aligned staging buffer after the log's last partial block (kept from the
+ * previous write), and written from that block's start, padded with zeros to
+ * a whole block. The file's bytes are those of a buffered append (records
+ * back to back; the zeros of the padding lie past the last record, and the
+ * next write starts over them), so the format does not change. Rewriting the last partial
+ * block writes the same bytes over its records already acknowledged: a torn
+ * write leaves each sector old or new, and both hold them. Why: on this kind
+ * of machine the kernel's copy into the page cache cost about 2 ms of CPU per
+ * MB (docs/performance.md, session 18), the copy into the stage 0.1-0.2 ms.
+ * Where the file system refuses O_DIRECT (at open, or EINVAL at the first
+ * write) the writer goes on with buffered writes (logged). Readers keep
+ * reading through entry_log.fd, buffered; the kernel keeps both coherent. */
 typedef struct elog_direct {
     char *dir;
     uint64_t max_size;
@@ -223,10 +250,17 @@ typedef struct elog_direct {
     log_table_t *table;
     entry_log_t *cur; /* NULL until the first large entry after open */
     uint64_t wr_off;  /* end of the records reserved in cur */
+    bool odirect;     /* write with O_DIRECT where the file system allows it */
+    int dio_fd;       /* cur opened with O_DIRECT, or -1 (buffered writes) */
+    uint32_t align;   /* dio_fd's alignment of offsets, lengths and memory */
+    uint8_t *stage;   /* align-aligned: cur's last partial block written, then records */
+    size_t stage_cap;
+    size_t stage_len;   /* bytes in stage */
+    uint64_t stage_off; /* cur's offset of stage[0], a multiple of align */
 } elog_direct_t;
 
-int elog_direct_init(elog_direct_t *d, const char *dir, uint64_t max_size, pthread_mutex_t *lock,
-                     log_table_t *table);
+int elog_direct_init(elog_direct_t *d, const char *dir, uint64_t max_size, bool odirect,
+                     pthread_mutex_t *lock, log_table_t *table);
 void elog_direct_free(elog_direct_t *d);
 /* True when a record of len bytes needs a new log (cur absent or full). */
 bool elog_direct_needs_roll(const elog_direct_t *d, uint32_t len);
@@ -238,12 +272,16 @@ bool elog_direct_needs_roll(const elog_direct_t *d, uint32_t len);
 int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
                         uint32_t len, uint64_t seal_seq, uint64_t seal_off, uint8_t *h,
                         uint32_t *log_id, uint64_t *offset, uint32_t *crc);
-/* Writes iov (records reserved from offset off on) to cur; fdatasync when
- * sync. iov is modified. 0 or -errno. */
+/* Writes iov (the records reserved from offset off on; off is where the
+ * previous write ended) to cur; fdatasync when sync. iov is modified. 0 or
+ * -errno. */
 int elog_direct_write(elog_direct_t *d, struct iovec *iov, int cnt, uint64_t off, bool sync);
-/* The current direct log's descriptor, for an fdatasync run on another thread
- * while the journal thread (the only writer) waits for it. */
-int elog_direct_fd(const elog_direct_t *d);
+/* Cuts cur's padding after its last record (O_DIRECT writes whole blocks):
+ * done when cur is sealed, and by a clean close. After a crash a direct log
+ * may end in less than a block of zeros, which nothing reads. */
+void elog_direct_trim(elog_direct_t *d);
+/* True while cur is written with O_DIRECT (tests). */
+bool elog_direct_is_odirect(const elog_direct_t *d);
 /* The records reserved so far are durable: cur's size (GC, stats) grows. */
 void elog_direct_publish(elog_direct_t *d);
 

@@ -13,9 +13,10 @@
  * log, and a 64-byte ADD_REF record into gbuf. The direct records of one
  * group are contiguous in one direct log: an entry that needs a new direct
  * log while the group already has direct records waits for the next group.
- * group_write: direct records, then journal records, written; then the direct
- * log's fdatasync (on the bk-dsync thread) and the journal's at the same time;
- * the group completes when both are done. A crash between the two leaves
+ * group_write: the direct records written and fdatasynced on the bk-dsync
+ * thread (elog_direct_write: O_DIRECT from an aligned stage where the file
+ * system allows) while the journal thread writes and syncs the journal
+ * records; the group completes when both are done. A crash between the two leaves
  * ADD_REFs whose records are not intact only in the last group, none of which
  * was acknowledged: replay takes the first such reference for the journal's
  * end (bookie.c, bookie_replay_ref).
@@ -81,10 +82,10 @@ struct journal {
     uint32_t dcount;
     uint64_t dstart, dbytes; /* direct log offset of the group's first direct record; bytes */
 
-    /* the direct log's fdatasync beside the journal's (dsync_main) */
+    /* the direct records' write and fdatasync beside the journal's (dsync_main) */
     pthread_t dsync_thread;
     bool dsync_started, dsync_busy, dsync_stop;
-    int dsync_fd, dsync_rc;
+    int dsync_rc;
     pthread_mutex_t dmu;
     pthread_cond_t dcv;
 
@@ -308,7 +309,13 @@ static bool group_add(journal_t *j, journal_req_t *r)
     return true;
 }
 
-/* ------------------------------------------------- direct log fdatasync -- */
+/* ---------------------------------------------- direct records' write -- */
+
+/* The group's direct records: written, and synced when the journal syncs. */
+static int direct_write(journal_t *j)
+{
+    return elog_direct_write(j->cfg.direct, j->diov, j->diovcnt, j->dstart, j->cfg.sync);
+}
 
 static void *dsync_main(void *p)
 {
@@ -319,9 +326,8 @@ static void *dsync_main(void *p)
             pthread_cond_wait(&j->dcv, &j->dmu);
         if (!j->dsync_busy)
             break; /* stopping, nothing asked */
-        int fd = j->dsync_fd;
         pthread_mutex_unlock(&j->dmu);
-        int rc = fdatasync(fd) < 0 ? -errno : 0;
+        int rc = direct_write(j); /* the journal thread waits for it before touching diov */
         pthread_mutex_lock(&j->dmu);
         j->dsync_rc = rc;
         j->dsync_busy = false;
@@ -331,14 +337,13 @@ static void *dsync_main(void *p)
     return NULL;
 }
 
-/* Starts fd's fdatasync on the bk-dsync thread; false if there is none (the
- * caller syncs itself). */
-static bool dsync_start(journal_t *j, int fd)
+/* Starts the group's direct write on the bk-dsync thread; false if there is
+ * none (the caller writes itself). */
+static bool dsync_start(journal_t *j)
 {
     if (!j->dsync_started)
         return false;
     pthread_mutex_lock(&j->dmu);
-    j->dsync_fd = fd;
     j->dsync_busy = true;
     pthread_cond_broadcast(&j->dcv);
     pthread_mutex_unlock(&j->dmu);
@@ -364,16 +369,12 @@ static int group_write(journal_t *j)
         rc = journal_file_create(j, j->seq + 1);
     if (rc)
         return rc;
-    /* The records the group's ADD_REFs point at: written, and synced beside
+    /* The records the group's ADD_REFs point at: written and synced beside
      * the journal (both before the group completes). */
     uint64_t dt0 = clock_mono_us();
-    bool dsyncing = false;
-    if (j->dcount) {
-        bool sync_here = j->cfg.sync && !j->dsync_started;
-        rc = elog_direct_write(j->cfg.direct, j->diov, j->diovcnt, j->dstart, sync_here);
-        if (rc == 0 && j->cfg.sync && !sync_here)
-            dsyncing = dsync_start(j, elog_direct_fd(j->cfg.direct));
-    }
+    bool dwriting = j->dcount && dsync_start(j);
+    if (j->dcount && !dwriting)
+        rc = direct_write(j);
     if (rc == 0)
         rc = bk_pwritev_all(j->fd, j->iov, j->iovcnt, j->off);
     int inj = atomic_exchange(&j->inject, 0);
@@ -386,10 +387,8 @@ static int group_write(journal_t *j)
         atomic_fetch_add(&j->syncs, 1);
         atomic_fetch_add(&j->sync_us, clock_mono_us() - t0);
     }
-    if (dsyncing) { /* always waited for: the next group writes that log */
+    if (dwriting) { /* always waited for: the next group writes that log */
         int drc = dsync_wait(j);
-        if (drc)
-            log_error("bookie", "direct entry log: fdatasync failed: %s", q_strerror(drc));
         if (rc == 0)
             rc = drc;
     }
@@ -501,8 +500,8 @@ int journal_open(const journal_config_t *cfg, uint64_t seq, qloop_mailbox_t *mb,
     }
     pthread_setname_np(j->thread, "bk-journal");
     j->started = true;
-    /* Without it the journal thread syncs the direct log itself, first. */
-    if (cfg->direct && cfg->sync && pthread_create(&j->dsync_thread, NULL, dsync_main, j) == 0) {
+    /* Without it the journal thread writes the direct records itself, first. */
+    if (cfg->direct && pthread_create(&j->dsync_thread, NULL, dsync_main, j) == 0) {
         pthread_setname_np(j->dsync_thread, "bk-dsync");
         j->dsync_started = true;
     }
