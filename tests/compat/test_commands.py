@@ -25,6 +25,7 @@ def test_bookie_storage_options():
     with tempfile.TemporaryDirectory(prefix="quire-bookie-cli-") as d:
         p = subprocess.Popen([QUIRE_BIN, "bookie", "--data-dir", d, "--bookiePort=0",
                               "--bindAddress=127.0.0.1", "--journalLargeEntryThreshold=65536",
+                              "--journalLargeEntryDirectIo=false",
                               "--compactionRateByBytes=1048576",
                               "--minorCompactionThreshold=0.1", "--minorCompactionInterval=7200",
                               "--majorCompactionThreshold=-1", "--majorCompactionInterval=600",
@@ -41,6 +42,7 @@ def test_bookie_storage_options():
                     break
             assert "quire bookie: listening on 127.0.0.1:" in line, line
             assert "journalLargeEntryThreshold=65536" in line, line
+            assert "journalLargeEntryDirectIo=false" in line, line
             assert "compactionRateByBytes=1048576" in line, line
             assert "minorCompactionThreshold=0.1, minorCompactionInterval=7200" in line, line
             # a threshold <= 0 turns major compaction off, as in BookKeeper
@@ -57,6 +59,7 @@ def test_bookie_storage_options():
     ("journalLargeEntryThreshold", "99999999999"),
     ("journalLargeEntryThreshold", "abc"),
     ("journalLargeEntryThreshold", ""),
+    ("journalLargeEntryDirectIo", "maybe"),
     ("compactionRateByBytes", "-1"),
     ("compactionRateByBytes", "99999999999"),
     ("compactionRateByBytes", "fast"),
@@ -86,6 +89,7 @@ def test_bookie_bad_value_refused(key, value):
     ("managedLedgerMaxReadsInFlightSizeInMB", "-1"),
     ("managedLedgerMaxReadsInFlightSizeInMB", "lots"),
     ("exposeTopicLevelMetricsInPrometheus", "maybe"),
+    ("journalLargeEntryDirectIo", "sometimes"),
     ("bookkeeperClientTimeoutInSeconds", "0"),
     ("bookkeeperClientTimeoutInSeconds", "ten"),
     ("compactionRateByBytes", "-1"),
