@@ -128,6 +128,65 @@ crc_rounds(uint64_t c0, const uint8_t **pp, size_t *lenp, size_t n, const uint32
     return c0;
 }
 
+/* crc_rounds that also stores each word it reads at the same place of dst. */
+__attribute__((target("sse4.2"))) static uint64_t crc_rounds_copy(uint64_t c0, uint8_t **dp,
+                                                                  const uint8_t **pp, size_t *lenp,
+                                                                  size_t n,
+                                                                  const uint32_t t[4][256])
+{
+    const uint8_t *p = *pp;
+    uint8_t *d = *dp;
+    size_t len = *lenp;
+    while (len >= 3 * n) {
+        uint64_t c1 = 0, c2 = 0;
+        for (size_t i = 0; i < n; i += 8) {
+            uint64_t w0 = load64(p + i), w1 = load64(p + n + i), w2 = load64(p + 2 * n + i);
+            c0 = _mm_crc32_u64(c0, w0);
+            c1 = _mm_crc32_u64(c1, w1);
+            c2 = _mm_crc32_u64(c2, w2);
+            memcpy(d + i, &w0, 8);
+            memcpy(d + n + i, &w1, 8);
+            memcpy(d + 2 * n + i, &w2, 8);
+        }
+        c0 = shift(t, c0) ^ c1;
+        c0 = shift(t, c0) ^ c2;
+        p += 3 * n;
+        d += 3 * n;
+        len -= 3 * n;
+    }
+    *pp = p;
+    *dp = d;
+    *lenp = len;
+    return c0;
+}
+
+__attribute__((target("sse4.2"))) static uint32_t crc32c_copy_hw(uint32_t crc, void *dst,
+                                                                 const void *src, size_t len)
+{
+    const uint8_t *p = src;
+    uint8_t *d = dst;
+    uint64_t c = (uint32_t)~crc;
+    if (len >= 3 * CRC_SHORT) {
+        pthread_once(&shift_once, shift_init);
+        c = crc_rounds_copy(c, &d, &p, &len, CRC_LONG, shift_long);
+        c = crc_rounds_copy(c, &d, &p, &len, CRC_SHORT, shift_short);
+    }
+    while (len >= 8) {
+        uint64_t w = load64(p);
+        c = _mm_crc32_u64(c, w);
+        memcpy(d, &w, 8);
+        p += 8;
+        d += 8;
+        len -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (len--) {
+        c32 = _mm_crc32_u8(c32, *p);
+        *d++ = *p++;
+    }
+    return ~c32;
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const void *buf,
                                                             size_t len)
 {
@@ -163,9 +222,26 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
         have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
     return have_hw ? crc32c_hw(crc, buf, len) : crc32c_sw(crc, buf, len);
 }
+
+uint32_t crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+    static int have_hw = -1;
+    if (have_hw < 0)
+        have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+    if (have_hw)
+        return crc32c_copy_hw(crc, dst, src, len);
+    memcpy(dst, src, len);
+    return crc32c_sw(crc, dst, len);
+}
 #else
 uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
 {
     return crc32c_sw(crc, buf, len);
+}
+
+uint32_t crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+    memcpy(dst, src, len);
+    return crc32c_sw(crc, dst, len);
 }
 #endif

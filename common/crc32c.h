@@ -12,6 +12,9 @@
 #include <stdint.h>
 
 uint32_t crc32c(uint32_t crc, const void *buf, size_t len);
+/* Copies len bytes of src to dst (not overlapping) and returns crc32c(crc,
+ * src, len): one pass over the bytes instead of a memcpy and a checksum. */
+uint32_t crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
 /* The table version, exported so tests can compare both paths. */
 uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t len);
 

@@ -525,7 +525,6 @@ uint32_t elog_header_make(uint8_t *h, int64_t ledger_id, int64_t entry_id, const
     return crc;
 }
 
-/* Reads and verifies one record; with want_crc, its crc must also be crc. */
 /* Each reader thread's aligned buffer for O_DIRECT reads, freed when the
  * thread ends. */
 typedef struct dio_bounce {
@@ -574,10 +573,12 @@ static uint8_t *bounce_get(size_t need, uint32_t align)
 }
 
 /* The record at offset with O_DIRECT: the aligned blocks around it read into
- * the thread's bounce buffer; h receives the header, b->data the payload. 0,
- * QE_CORRUPT (short file), -EINVAL (refused: read it buffered) or -errno. */
+ * the thread's bounce buffer; h receives the header, b->data the payload (its
+ * copy and the record's checksum, header with crc 0 then payload, in one pass:
+ * *crc). 0, QE_CORRUPT (short file), -EINVAL (refused: read it buffered) or
+ * -errno. */
 static int elog_read_dio(const entry_log_t *log, uint64_t offset, uint32_t length, uint8_t *h,
-                         qbuf_t *b)
+                         qbuf_t *b, uint32_t *crc)
 {
     uint64_t a = log->dio_align, start = offset / a * a;
     uint64_t end = offset + ELOG_HEADER_BYTES + length, span = (end - start + a - 1) / a * a;
@@ -600,9 +601,15 @@ static int elog_read_dio(const entry_log_t *log, uint64_t offset, uint32_t lengt
     if (got < end - start)
         return QE_CORRUPT;
     memcpy(h, buf + (offset - start), ELOG_HEADER_BYTES);
-    memcpy(b->data, buf + (offset - start) + ELOG_HEADER_BYTES, length);
+    uint8_t h0[ELOG_HEADER_BYTES];
+    memcpy(h0, h, sizeof h0);
+    put_le32(h0 + 8, 0);
+    *crc = crc32c_copy(crc32c(0, h0, sizeof h0), b->data,
+                       buf + (offset - start) + ELOG_HEADER_BYTES, length);
     return 0;
 }
+
+/* Reads and verifies one record; with want_crc, its crc must also be crc. */
 
 static int elog_read_verify(const entry_log_t *log, uint64_t offset, uint32_t length,
                             int64_t ledger_id, int64_t entry_id, bool want_crc, uint32_t crc_want,
@@ -612,9 +619,13 @@ static int elog_read_verify(const entry_log_t *log, uint64_t offset, uint32_t le
     if (!b)
         return -ENOMEM;
     uint8_t h[ELOG_HEADER_BYTES];
+    uint32_t got = 0; /* the checksum of what was read, when the read computed it */
+    bool have_got = false;
     int rc = -EINVAL;
-    if (log->dio_fd >= 0 && length >= ELOG_DIO_READ_MIN)
-        rc = elog_read_dio(log, offset, length, h, b);
+    if (log->dio_fd >= 0 && length >= ELOG_DIO_READ_MIN) {
+        rc = elog_read_dio(log, offset, length, h, b, &got);
+        have_got = rc == 0;
+    }
     if (rc == -EINVAL) {
         rc = bk_pread_all(log->fd, h, sizeof h, offset);
         if (rc == 0)
@@ -629,7 +640,7 @@ static int elog_read_verify(const entry_log_t *log, uint64_t offset, uint32_t le
         else if (get_le32(h + 4) != length || (int64_t)get_le64(h + 16) != ledger_id ||
                  (int64_t)get_le64(h + 24) != entry_id)
             why = "header does not match the index";
-        else if (crc32c(crc32c(0, h, sizeof h), b->data, length) != crc)
+        else if ((have_got ? got : crc32c(crc32c(0, h, sizeof h), b->data, length)) != crc)
             why = "checksum mismatch";
         else if (want_crc && crc != crc_want)
             why = "checksum differs from the journal's reference";
@@ -1067,6 +1078,25 @@ static void direct_open_dio(elog_direct_t *d)
     d->align = align;
 }
 
+/* The stage can hold need bytes (contents kept). 0 or -ENOMEM. */
+static int direct_stage_reserve(elog_direct_t *d, size_t need)
+{
+    if (need <= d->stage_cap)
+        return 0;
+    size_t cap = d->stage_cap ? d->stage_cap : (size_t)1 << 20;
+    while (cap < need)
+        cap *= 2;
+    void *p;
+    if (posix_memalign(&p, d->align, cap) != 0)
+        return -ENOMEM;
+    if (d->stage_len)
+        memcpy(p, d->stage, d->stage_len);
+    free(d->stage);
+    d->stage = p;
+    d->stage_cap = cap;
+    return 0;
+}
+
 bool elog_direct_needs_roll(const elog_direct_t *d, uint32_t len)
 {
     return !d->cur || (d->wr_off > 0 && d->wr_off + ELOG_HEADER_BYTES + len > d->max_size);
@@ -1094,51 +1124,36 @@ int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, c
         d->wr_off = 0;
         direct_open_dio(d);
     }
-    *crc = elog_header_make(h, ledger_id, entry_id, data, len);
+    if (d->dio_fd >= 0) { /* staged now: copied and checksummed in one pass */
+        int rc = direct_stage_reserve(d, d->stage_len + ELOG_HEADER_BYTES + len + d->align);
+        if (rc)
+            return rc;
+        uint8_t *rec = d->stage + d->stage_len;
+        elog_header_encode(rec, ledger_id, entry_id, len);
+        *crc = crc32c_copy(crc32c(0, rec, ELOG_HEADER_BYTES), rec + ELOG_HEADER_BYTES, data, len);
+        put_le32(rec + 8, *crc);
+        memcpy(h, rec, ELOG_HEADER_BYTES);
+        d->stage_len += ELOG_HEADER_BYTES + (size_t)len;
+    } else {
+        *crc = elog_header_make(h, ledger_id, entry_id, data, len);
+    }
     *log_id = d->cur->id;
     *offset = d->wr_off;
     d->wr_off += ELOG_HEADER_BYTES + (uint64_t)len;
     return 0;
 }
 
-/* The stage can hold need bytes (contents kept). 0 or -ENOMEM. */
-static int direct_stage_reserve(elog_direct_t *d, size_t need)
+/* The O_DIRECT write: the stage (the last partial block written, then the
+ * records reserved since, bytes from off on) padded to whole blocks and
+ * written from the block's start; the new last partial block stays in the
+ * stage. 0, -EINVAL (nothing written: the caller writes buffered) or -errno. */
+static int direct_write_dio(elog_direct_t *d, uint64_t off, size_t bytes)
 {
-    if (need <= d->stage_cap)
-        return 0;
-    size_t cap = d->stage_cap ? d->stage_cap : (size_t)1 << 20;
-    while (cap < need)
-        cap *= 2;
-    void *p;
-    if (posix_memalign(&p, d->align, cap) != 0)
-        return -ENOMEM;
-    if (d->stage_len)
-        memcpy(p, d->stage, d->stage_len);
-    free(d->stage);
-    d->stage = p;
-    d->stage_cap = cap;
-    return 0;
-}
-
-/* The O_DIRECT write: iov after the last partial block in the stage, padded
- * to whole blocks, written from the block's start; the new last partial
- * block stays in the stage. 0, -EINVAL (nothing written: the caller writes
- * buffered) or -errno. */
-static int direct_write_dio(elog_direct_t *d, const struct iovec *iov, int cnt, uint64_t off)
-{
-    assert(off == d->stage_off + d->stage_len);
-    size_t bytes = 0;
-    for (int i = 0; i < cnt; i++)
-        bytes += iov[i].iov_len;
-    size_t a = d->align, end = d->stage_len + bytes, padded = (end + a - 1) / a * a;
-    int rc = direct_stage_reserve(d, padded);
-    if (rc)
-        return rc;
-    uint8_t *p = d->stage + d->stage_len;
-    for (int i = 0; i < cnt; i++) {
-        memcpy(p, iov[i].iov_base, iov[i].iov_len);
-        p += iov[i].iov_len;
-    }
+    assert(off + bytes == d->stage_off + d->stage_len);
+    (void)off;
+    (void)bytes;
+    size_t a = d->align, end = d->stage_len, padded = (end + a - 1) / a * a;
+    assert(padded <= d->stage_cap); /* reserve left a block of room */
     memset(d->stage + end, 0, padded - end);
     for (size_t done = 0; done < padded;) {
         ssize_t n = pwrite(d->dio_fd, d->stage + done, padded - done, (off_t)(d->stage_off + done));
@@ -1160,7 +1175,10 @@ int elog_direct_write(elog_direct_t *d, struct iovec *iov, int cnt, uint64_t off
     assert(d->cur && off < d->wr_off);
     int rc = -EINVAL;
     if (d->dio_fd >= 0) {
-        rc = direct_write_dio(d, iov, cnt, off);
+        size_t bytes = 0;
+        for (int i = 0; i < cnt; i++)
+            bytes += iov[i].iov_len;
+        rc = direct_write_dio(d, off, bytes);
         if (rc == -EINVAL && off == 0) { /* refused at its first write: buffered from here */
             log_warn("bookie",
                      "direct entry log %08" PRIx32 ": O_DIRECT write refused: "

@@ -230,10 +230,11 @@ int elog_ensure_after(elog_writer_t *w, uint32_t id);
  * size (elog_direct_publish) once the group is durable.
  *
  * With odirect (the default) a direct log is written through a second
- * descriptor opened with O_DIRECT: the group's records are copied into an
- * aligned staging buffer after the log's last partial block (kept from the
- * previous write), and written from that block's start, padded with zeros to
- * a whole block. The file's bytes are those of a buffered append (records
+ * descriptor opened with O_DIRECT: elog_direct_reserve copies each record
+ * into an aligned staging buffer (checksumming the payload in the same pass),
+ * after the log's last partial block (kept from the previous write), and
+ * elog_direct_write writes the stage from that block's start, padded with
+ * zeros to a whole block. The file's bytes are those of a buffered append (records
  * back to back; the zeros of the padding lie past the last record, and the
  * next write starts over them), so the format does not change. Rewriting the last partial
  * block writes the same bytes over its records already acknowledged: a torn
@@ -272,9 +273,10 @@ bool elog_direct_needs_roll(const elog_direct_t *d, uint32_t len);
 int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
                         uint32_t len, uint64_t seal_seq, uint64_t seal_off, uint8_t *h,
                         uint32_t *log_id, uint64_t *offset, uint32_t *crc);
-/* Writes iov (the records reserved from offset off on; off is where the
- * previous write ended) to cur; fdatasync when sync. iov is modified. 0 or
- * -errno. */
+/* Writes the records reserved from offset off on (off is where the previous
+ * write ended; iov holds them, header and payload each: with O_DIRECT they
+ * are written from the stage, iov only when the file system refuses it) to
+ * cur; fdatasync when sync. iov is modified. 0 or -errno. */
 int elog_direct_write(elog_direct_t *d, struct iovec *iov, int cnt, uint64_t off, bool sync);
 /* Cuts cur's padding after its last record (O_DIRECT writes whole blocks):
  * done when cur is sealed, and by a clean close. After a crash a direct log
