@@ -610,7 +610,6 @@ static int elog_read_dio(const entry_log_t *log, uint64_t offset, uint32_t lengt
 }
 
 /* Reads and verifies one record; with want_crc, its crc must also be crc. */
-
 static int elog_read_verify(const entry_log_t *log, uint64_t offset, uint32_t length,
                             int64_t ledger_id, int64_t entry_id, bool want_crc, uint32_t crc_want,
                             qbuf_t **out)
