@@ -1075,6 +1075,11 @@ static void direct_open_dio(elog_direct_t *d)
     }
     d->dio_fd = fd;
     d->align = align;
+    if (d->stage && (uintptr_t)d->stage % align != 0) { /* empty here: allocated again */
+        free(d->stage);
+        d->stage = NULL;
+        d->stage_cap = 0;
+    }
 }
 
 /* The stage can hold need bytes (contents kept). 0 or -ENOMEM. */
