@@ -526,7 +526,9 @@ uint32_t elog_header_make(uint8_t *h, int64_t ledger_id, int64_t entry_id, const
 }
 
 /* Each reader thread's aligned buffer for O_DIRECT reads, freed when the
- * thread ends. */
+ * thread ends; one grown beyond DIO_KEEP_BYTES for a larger record is freed
+ * after that read. The direct writer's stage likewise goes back to 1 MiB. */
+#define DIO_KEEP_BYTES (8u << 20)
 typedef struct dio_bounce {
     uint8_t *buf;
     size_t cap;
@@ -606,6 +608,12 @@ static int elog_read_dio(const entry_log_t *log, uint64_t offset, uint32_t lengt
     put_le32(h0 + 8, 0);
     *crc = crc32c_copy(crc32c(0, h0, sizeof h0), b->data,
                        buf + (offset - start) + ELOG_HEADER_BYTES, length);
+    if (span > DIO_KEEP_BYTES) {
+        dio_bounce_t *bb = pthread_getspecific(bounce_key);
+        free(bb->buf);
+        bb->buf = NULL;
+        bb->cap = 0;
+    }
     return 0;
 }
 
@@ -1171,6 +1179,15 @@ static int direct_write_dio(elog_direct_t *d, uint64_t off, size_t bytes)
     memmove(d->stage, d->stage + keep_from, end - keep_from);
     d->stage_off += keep_from;
     d->stage_len = end - keep_from;
+    if (d->stage_cap > 2 * (size_t)DIO_KEEP_BYTES) { /* grown for a large record: back to 1 MiB */
+        void *p;
+        if (posix_memalign(&p, d->align, (size_t)1 << 20) == 0) {
+            memcpy(p, d->stage, d->stage_len);
+            free(d->stage);
+            d->stage = p;
+            d->stage_cap = (size_t)1 << 20;
+        }
+    }
     return 0;
 }
 

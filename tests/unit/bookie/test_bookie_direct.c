@@ -496,9 +496,9 @@ static uint8_t dt_byte(int64_t e, uint32_t i)
 
 /* The direct log writer alone, with and without O_DIRECT: groups of records
  * of odd lengths across several logs (a small max size), each group written
- * from where the last one ended (mid-block), read back (with O_DIRECT, or
- * buffered); a sealed log and, after elog_direct_trim, the current one end
- * exactly after their last record. */
+ * from where the last one ended (mid-block), two of 17 and 9 MiB among them,
+ * read back (with O_DIRECT, or buffered); a sealed log and, after
+ * elog_direct_trim, the current one end exactly after their last record. */
 static void dt_writer_run(bool odirect)
 {
     char *dir = bt_dir("bk-dwriter");
@@ -514,6 +514,10 @@ static void dt_writer_run(bool odirect)
     uint8_t *data[N];
     for (int e = 0; e < N; e++) {
         lens[e] = 16384 + (uint32_t)(e * 7919 % 30000) + (uint32_t)e;
+        if (e == N - 3) /* the stage grows past 16 MiB, and goes back to 1 MiB after */
+            lens[e] = 17u << 20;
+        if (e == N - 2) /* a reader's buffer grows past 8 MiB, and is freed after */
+            lens[e] = 9u << 20;
         data[e] = malloc(lens[e]);
         for (uint32_t i = 0; i < lens[e]; i++)
             data[e][i] = dt_byte(e, i);
