@@ -231,19 +231,21 @@ int elog_ensure_after(elog_writer_t *w, uint32_t id);
  *
  * With odirect (the default) a direct log is written through a second
  * descriptor opened with O_DIRECT: elog_direct_reserve copies each record
- * into an aligned staging buffer (checksumming the payload in the same pass),
- * after the log's last partial block (kept from the previous write), and
- * elog_direct_write writes the stage from that block's start, padded with
- * zeros to a whole block. The file's bytes are those of a buffered append (records
- * back to back; the zeros of the padding lie past the last record, and the
- * next write starts over them), so the format does not change. Rewriting the last partial
- * block writes the same bytes over its records already acknowledged: a torn
- * write leaves each sector old or new, and both hold them. Why: on this kind
- * of machine the kernel's copy into the page cache cost about 2 ms of CPU per
- * MB (docs/performance.md, session 18), the copy into the stage 0.1-0.2 ms.
- * Where the file system refuses O_DIRECT (at open, or EINVAL at the first
- * write) the writer goes on with buffered writes (logged). Readers keep
- * reading through entry_log.fd, buffered; the kernel keeps both coherent. */
+ * into an aligned staging buffer (checksumming the payload in the same
+ * pass), after the log's last partial block (kept from the previous write),
+ * and elog_direct_write writes the stage from that block's start, padded
+ * with zeros to a whole block. The file's bytes are those of a buffered
+ * append (records back to back; the zeros of the padding lie past the last
+ * record, and the next write starts over them), so the format does not
+ * change. Rewriting the last partial block writes the same bytes over its
+ * records already acknowledged: a torn write leaves each sector old or new,
+ * and both hold them. Why: on this kind of machine the kernel's copy into
+ * the page cache cost about 2 ms of CPU per MB (docs/performance.md, session
+ * 18), the copy into the stage 0.1-0.2 ms. Where the file system refuses
+ * O_DIRECT (at open, or EINVAL at the first write) the writer goes on with
+ * buffered writes (logged). Readers read large records through their own
+ * O_DIRECT descriptor (entry_log.dio_fd, ELOG_DIO_READ_MIN), others through
+ * entry_log.fd; the kernel keeps both coherent with the writes. */
 typedef struct elog_direct {
     char *dir;
     uint64_t max_size;

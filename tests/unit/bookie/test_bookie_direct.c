@@ -554,6 +554,10 @@ static void dt_writer_run(bool odirect)
     }
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT_TRUE(table.count >= 3); /* it rolled */
+    int dio_readable = 0; /* the records (all >= ELOG_DIO_READ_MIN) were read with O_DIRECT */
+    for (uint32_t i = 0; i < table.count; i++)
+        dio_readable += table.logs[i]->dio_fd >= 0;
+    CU_ASSERT_EQUAL(dio_readable, expect_dio ? (int)table.count : 0);
     for (uint32_t i = 0; i < table.count; i++) {
         const entry_log_t *log = table.logs[i];
         uint64_t end = 0;
