@@ -675,6 +675,13 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "reads in flight.\n"
             "# TYPE quire_bookie_reads_waited_total counter\n"
             "quire_bookie_reads_waited_total %llu\n"
+            "# HELP quire_bookie_reads_yielded_total Large reads that waited for the journal's "
+            "writes in flight (readYieldToJournalUs).\n"
+            "# TYPE quire_bookie_reads_yielded_total counter\n"
+            "quire_bookie_reads_yielded_total %llu\n"
+            "# HELP quire_bookie_reads_yielded_seconds_total Their time waiting.\n"
+            "# TYPE quire_bookie_reads_yielded_seconds_total counter\n"
+            "quire_bookie_reads_yielded_seconds_total %.6f\n"
             "# HELP quire_bookie_gc_passes_total GC passes done.\n"
             "# TYPE quire_bookie_gc_passes_total counter\n"
             "quire_bookie_gc_passes_total %llu\n"
@@ -691,7 +698,8 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "# TYPE quire_bookie_gc_logs_freeing gauge\n"
             "quire_bookie_gc_logs_freeing %llu\n",
             (unsigned long long)st.adds_waiting, (unsigned long long)st.adds_waited,
-            (unsigned long long)st.reads_waited, (unsigned long long)st.gc_passes,
+            (unsigned long long)st.reads_waited, (unsigned long long)st.reads_yielded,
+            (double)st.reads_yielded_us / 1e6, (unsigned long long)st.gc_passes,
             (unsigned long long)st.gc_logs_removed, (unsigned long long)st.gc_logs_compacted,
             (unsigned long long)st.gc_compacted_bytes, (unsigned long long)st.gc_logs_freeing);
 }

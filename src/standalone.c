@@ -251,6 +251,14 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.journal_large_entry_odirect = odirect;
+    int64_t yield_us = 0;
+    if (qconfig_get_int(sa->conf, "readYieldToJournalUs", bc.read_yield_us, 0,
+                        BOOKIE_READ_YIELD_US_MAX, &yield_us) < 0) {
+        log_error("standalone", "readYieldToJournalUs: expected 0..%u microseconds",
+                  BOOKIE_READ_YIELD_US_MAX);
+        return QE_INVALID;
+    }
+    bc.read_yield_us = (uint32_t)yield_us;
     int64_t compact_rate = 0;
     if (qconfig_get_int(sa->conf, "compactionRateByBytes", (int64_t)bc.gc_compact_bytes_per_s, 0,
                         INT64_MAX, &compact_rate) < 0) {

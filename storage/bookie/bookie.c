@@ -64,6 +64,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .gc_compact_bytes_per_s = 32u << 20,
         .journal_large_entry_bytes = 16u << 10,
         .journal_large_entry_odirect = true,
+        .read_yield_us = 1000,
     };
 }
 
@@ -960,6 +961,7 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->gc_logs_compacted = atomic_load(&bk->gc_logs_compacted);
     out->gc_compacted_bytes = atomic_load(&bk->gc_compacted_bytes);
     out->gc_logs_freeing = gc_trash_waiting();
+    io_gate_stats(&bk->gate, &out->reads_yielded, &out->reads_yielded_us);
 }
 
 void bookie_test_fail_journal(bookie_t *bk, int err)
@@ -1121,7 +1123,7 @@ static int bookie_check_config(const bookie_config_t *cfg)
         !cfg->flush_interval_ms || !cfg->pending_adds_max || !cfg->gc_interval_ms ||
         cfg->pending_adds_max > (1u << 24) || !(cfg->minor_compaction_threshold >= 0) ||
         cfg->minor_compaction_threshold > 1 || !(cfg->major_compaction_threshold >= 0) ||
-        cfg->major_compaction_threshold > 1)
+        cfg->major_compaction_threshold > 1 || cfg->read_yield_us > BOOKIE_READ_YIELD_US_MAX)
         return QE_INVALID;
     return 0;
 }
@@ -1165,6 +1167,8 @@ static void bookie_free(bookie_t *bk)
     log_table_free(&bk->logs);
     elog_writer_free(&bk->writer);
     elog_direct_free(&bk->direct);
+    if (bk->gate_ok)
+        io_gate_destroy(&bk->gate);
     if (bk->meta_fd >= 0)
         close(bk->meta_fd);
     pthread_mutex_destroy(&bk->lock);
@@ -1217,6 +1221,10 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
     bk->active = &bk->caches[0];
     int rc = bk->dir ? bookie_init_dirs(bk) : -ENOMEM;
     if (rc == 0)
+        rc = io_gate_init(&bk->gate, cfg->read_yield_us);
+    bk->gate_ok = rc == 0;
+    bk->logs.gate = &bk->gate;
+    if (rc == 0)
         rc = ledger_table_init(&bk->ledgers);
     if (rc == 0)
         rc = read_cache_init(&bk->rcache, cfg->read_cache_bytes);
@@ -1235,7 +1243,8 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
                            cfg->journal_file_size_bytes,
                            cfg->pending_adds_max + BOOKIE_RING_HEADROOM,
                            cfg->journal_large_entry_bytes,
-                           &bk->direct};
+                           &bk->direct,
+                           &bk->gate};
     if (rc == 0)
         rc = journal_open(&jc, seq, bk->mb, bookie_group_done, bk, &bk->journal);
     if (rc == 0)

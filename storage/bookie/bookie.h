@@ -37,6 +37,7 @@
 typedef struct bookie bookie_t;
 
 #define BOOKIE_LARGE_ENTRY_BYTES_MAX (32u << 20) /* journal_large_entry_bytes at most */
+#define BOOKIE_READ_YIELD_US_MAX 1000000u        /* read_yield_us at most */
 #define BOOKIE_CACHE_MB_MAX 65536u               /* the cache sizes' keys, in MB, at most */
 
 typedef struct bookie_config {
@@ -88,6 +89,12 @@ typedef struct bookie_config {
      * file system allows it (journalLargeEntryDirectIo; true): no copy into
      * the page cache either way (entry_log.h). */
     bool journal_large_entry_odirect;
+    /* While the journal writes and syncs a group, an O_DIRECT read of a large
+     * record starts only if fewer than IO_GATE_READS_DURING_WRITE are in
+     * flight, else waits for the group (or for one of them) at most this long
+     * (readYieldToJournalUs; 1000; 0: reads never wait): catch-up reads queued on the disk ahead of
+     * the journal's fdatasync delay every acknowledgement (io_gate.h). */
+    uint32_t read_yield_us;
 } bookie_config_t;
 
 void bookie_config_defaults(bookie_config_t *cfg);
@@ -162,6 +169,8 @@ typedef struct bookie_stats {
     uint64_t adds_waited;          /* adds that waited for write cache room */
     uint64_t adds_waiting;         /* adds waiting now */
     uint64_t reads_waited;         /* disk reads that waited for read_bytes_inflight_max */
+    uint64_t reads_yielded;        /* large reads that waited for journal writes (io_gate.h) */
+    uint64_t reads_yielded_us;     /* their time waiting */
 } bookie_stats_t;
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);
 

@@ -38,6 +38,7 @@
 #include "storage/bookie/bookie.h"
 #include "storage/bookie/cache.h"
 #include "storage/bookie/entry_log.h"
+#include "storage/bookie/io_gate.h"
 #include "storage/bookie/journal.h"
 #include "storage/bookie/ledger_index.h"
 
@@ -70,6 +71,8 @@ struct bookie {
     qexec_t *readers;
     journal_t *journal;
     elog_direct_t direct; /* journal thread (once open) */
+    io_gate_t gate;       /* large reads wait for the journal's writes (io_gate.h) */
+    bool gate_ok;         /* gate initialised */
 
     pthread_mutex_t lock;
     ledger_table_t ledgers;

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "storage/bookie/bookie_io.h"
 #include "storage/bookie/idx_summary.h"
+#include "storage/bookie/io_gate.h"
 
 #define ELOG_STAGE_BYTES (1u << 20)
 
@@ -435,6 +436,7 @@ static int elog_load_one(log_table_t *t, const char *dir, uint32_t id, const elo
     log->fd = open(path, O_RDWR | O_CLOEXEC);
     if (log->fd >= 0 && t->dio_reads)
         log->dio_fd = dio_open(path, O_RDONLY, &log->dio_align);
+    log->gate = t->gate;
     struct stat st;
     if (log->fd < 0 || fstat(log->fd, &st) < 0) {
         int rc = -errno;
@@ -587,19 +589,28 @@ static int elog_read_dio(const entry_log_t *log, uint64_t offset, uint32_t lengt
     uint8_t *buf = bounce_get((size_t)span, log->dio_align);
     if (!buf)
         return -ENOMEM;
+    if (log->gate)
+        io_gate_read_begin(log->gate);
     size_t got = 0;
+    int rc = 0;
     while (got < end - start) {
         ssize_t n = pread(log->dio_fd, buf + got, (size_t)span - got, (off_t)(start + got));
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0)
-            return -errno;
+        if (n < 0) {
+            rc = -errno;
+            break;
+        }
         if (n == 0 || (size_t)n % a != 0) { /* the file's end (not a block's) */
             got += (size_t)n;
             break;
         }
         got += (size_t)n;
     }
+    if (log->gate)
+        io_gate_read_end(log->gate);
+    if (rc)
+        return rc;
     if (got < end - start)
         return QE_CORRUPT;
     memcpy(h, buf + (offset - start), ELOG_HEADER_BYTES);
@@ -774,6 +785,7 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
     log->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (log->fd >= 0 && table->dio_reads)
         log->dio_fd = dio_open(path, O_RDONLY, &log->dio_align);
+    log->gate = table->gate;
     int ifd = log->fd >= 0 ? open(ipath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
     int rc = ifd < 0 ? -errno : bk_fsync_dir(dir);
     if (rc == 0) {

@@ -86,6 +86,7 @@ typedef struct entry_log {
     int fd;                /* read and (for the current log) written */
     int dio_fd;            /* read with O_DIRECT (large records), or -1: elog_read_* */
     uint32_t dio_align;    /* dio_fd's alignment of offsets, lengths and memory */
+    struct io_gate *gate;  /* dio_fd's reads wait for journal writes here, or NULL */
     int idx_fd;            /* <id>.idx: read by entry_log_locate, appended by the writers */
     uint64_t size;         /* bytes of records known durable */
     uint32_t refs;         /* reads in flight (bookie lock) */
@@ -101,9 +102,10 @@ typedef struct entry_log {
 typedef struct log_table {
     entry_log_t **logs; /* sorted by id */
     uint32_t count, cap;
-    uint64_t bytes;   /* sum of sizes */
-    uint32_t next_id; /* the next log created gets this id (above every log) */
-    bool dio_reads;   /* logs opened from here on read large records with O_DIRECT */
+    uint64_t bytes;       /* sum of sizes */
+    uint32_t next_id;     /* the next log created gets this id (above every log) */
+    bool dio_reads;       /* logs opened from here on read large records with O_DIRECT */
+    struct io_gate *gate; /* ... after the journal's writes in flight (io_gate.h), or NULL */
 } log_table_t;
 
 /* ------------------------------------------------------------ log table -- */

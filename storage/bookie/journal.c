@@ -44,6 +44,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "storage/bookie/bookie_io.h"
+#include "storage/bookie/io_gate.h"
 
 #define GROUP_IOV_MAX 1024
 #define GROUP_DIRECT_MAX (GROUP_IOV_MAX / 2)
@@ -372,6 +373,8 @@ static int group_write(journal_t *j)
     /* The records the group's ADD_REFs point at: written and synced beside
      * the journal (both before the group completes). */
     uint64_t dt0 = clock_mono_us();
+    if (j->cfg.gate)
+        io_gate_write_begin(j->cfg.gate);
     bool dwriting = j->dcount && dsync_start(j);
     if (j->dcount && !dwriting)
         rc = direct_write(j);
@@ -392,6 +395,8 @@ static int group_write(journal_t *j)
         if (rc == 0)
             rc = drc;
     }
+    if (j->cfg.gate)
+        io_gate_write_end(j->cfg.gate);
     if (j->dcount) {
         atomic_fetch_add(&j->direct_syncs, j->cfg.sync && rc == 0);
         atomic_fetch_add(&j->direct_sync_us, clock_mono_us() - dt0);

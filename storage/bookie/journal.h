@@ -140,6 +140,7 @@ typedef struct journal_config {
     uint32_t ring_slots;        /* queue bound (queued + in flight) */
     uint32_t large_entry_bytes; /* adds this large go to the direct log; 0: never */
     elog_direct_t *direct;      /* the direct log writer (journal thread), or NULL */
+    struct io_gate *gate;       /* group writes marked in flight here (io_gate.h), or NULL */
 } journal_config_t;
 
 /* Called on the loop for each group: slots [begin, end) were written (rc == 0)

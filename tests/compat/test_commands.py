@@ -26,6 +26,7 @@ def test_bookie_storage_options():
         p = subprocess.Popen([QUIRE_BIN, "bookie", "--data-dir", d, "--bookiePort=0",
                               "--bindAddress=127.0.0.1", "--journalLargeEntryThreshold=65536",
                               "--journalLargeEntryDirectIo=false",
+                              "--readYieldToJournalUs=250",
                               "--compactionRateByBytes=1048576",
                               "--minorCompactionThreshold=0.1", "--minorCompactionInterval=7200",
                               "--majorCompactionThreshold=-1", "--majorCompactionInterval=600",
@@ -43,6 +44,7 @@ def test_bookie_storage_options():
             assert "quire bookie: listening on 127.0.0.1:" in line, line
             assert "journalLargeEntryThreshold=65536" in line, line
             assert "journalLargeEntryDirectIo=false" in line, line
+            assert "readYieldToJournalUs=250" in line, line
             assert "compactionRateByBytes=1048576" in line, line
             assert "minorCompactionThreshold=0.1, minorCompactionInterval=7200" in line, line
             # a threshold <= 0 turns major compaction off, as in BookKeeper
@@ -60,6 +62,9 @@ def test_bookie_storage_options():
     ("journalLargeEntryThreshold", "abc"),
     ("journalLargeEntryThreshold", ""),
     ("journalLargeEntryDirectIo", "maybe"),
+    ("readYieldToJournalUs", "-1"),
+    ("readYieldToJournalUs", "1000001"),
+    ("readYieldToJournalUs", "soon"),
     ("compactionRateByBytes", "-1"),
     ("compactionRateByBytes", "99999999999"),
     ("compactionRateByBytes", "fast"),
@@ -90,6 +95,9 @@ def test_bookie_bad_value_refused(key, value):
     ("managedLedgerMaxReadsInFlightSizeInMB", "lots"),
     ("exposeTopicLevelMetricsInPrometheus", "maybe"),
     ("journalLargeEntryDirectIo", "sometimes"),
+    ("readYieldToJournalUs", "-1"),
+    ("readYieldToJournalUs", "2000000"),
+    ("readYieldToJournalUs", "soon"),
     ("bookkeeperClientTimeoutInSeconds", "0"),
     ("bookkeeperClientTimeoutInSeconds", "ten"),
     ("compactionRateByBytes", "-1"),

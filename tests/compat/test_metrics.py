@@ -88,6 +88,9 @@ def test_metrics_parse_and_count_real_traffic(quire):
     assert _value(fams, "bookkeeper_server_ADD_ENTRY_BLOCKED") == 0
     assert _value(fams, "quire_bookie_adds_waited") >= 0
     assert _value(fams, "quire_bookie_reads_waited") >= 0
+    # Large reads that yielded to the journal's writes (readYieldToJournalUs).
+    assert _value(fams, "quire_bookie_reads_yielded") >= 0
+    assert _value(fams, "quire_bookie_reads_yielded_seconds") >= 0
     # GC's work: present and well-formed. The module's server is shared and
     # may have run a GC pass, so the values are not fixed here; the bookie's
     # unit tests check what they count.

@@ -48,6 +48,7 @@ int bt_count_files(const char *dir, const char *sub, const char *ext, char *last
 void bt_flip_byte(const char *path, off_t off);
 
 void bookie_direct_register(void);
+void bookie_io_gate_register(void);
 void bookie_crash_register(void);
 void bookie_index_register(void);
 

@@ -1406,6 +1406,7 @@ static void register_suites(void)
     CU_add_test(s, "checkpoint persists only changed ledgers",
                 test_checkpoint_persists_only_changed_ledgers);
     bookie_direct_register();
+    bookie_io_gate_register();
     bookie_crash_register();
     bookie_index_register();
 }
