@@ -168,6 +168,8 @@ static const char *const schema_strategies[] = {
     "UNDEFINED", "ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE",  "BACKWARD",        "FORWARD",
     "FULL",      "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE", NULL};
 
+static const char *const sub_auth_modes[] = {"None", "Prefix", NULL};
+
 static bool in_list(const char *s, const char *const *list)
 {
     for (size_t i = 0; list[i]; i++)
@@ -254,6 +256,17 @@ static int check_schema_strategy(const json_t *body, json_t **out, char *reason,
     return 0;
 }
 
+static int check_sub_auth_mode(const json_t *body, json_t **out, char *reason, size_t cap)
+{
+    if (!json_is_string(body))
+        return fail(400, reason, cap, "%s", "Expected a subscription auth mode: None or Prefix");
+    const char *s = json_string_value(body);
+    if (!in_list(s, sub_auth_modes))
+        return fail(400, reason, cap, "Unknown subscription auth mode '%.64s' (None or Prefix)", s);
+    *out = json_string(s);
+    return 0;
+}
+
 static int check_offload_policies(const json_t *body, json_t **out, char *reason, size_t cap)
 {
     int rc = need_object(body, reason, cap);
@@ -310,6 +323,7 @@ static const admin_policy_def_t policy_defs[] = {
      check_schema_strategy},
     {"isAllowAutoUpdateSchema", "is_allow_auto_update_schema", POLICY_KEY_NONE, check_bool},
     {"schemaValidationEnforced", "schema_validation_enforced", POLICY_KEY_NONE, check_bool},
+    {"subscriptionAuthMode", "subscription_auth_mode", POLICY_KEY_NONE, check_sub_auth_mode},
     {"offloadThreshold", "offload_threshold", POLICY_KEY_NONE, check_long},
     {"offloadPolicies", "offload_policies", POLICY_KEY_NONE, check_offload_policies},
     {"compactionThreshold", "compaction_threshold", POLICY_KEY_NONE, check_compaction_threshold},

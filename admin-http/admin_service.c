@@ -173,6 +173,9 @@ static const admin_route_t admin_routes[] = {
     POLICY_ROUTES("schemaCompatibilityStrategy"),
     POLICY_ROUTES("isAllowAutoUpdateSchema"),
     POLICY_ROUTES("schemaValidationEnforced"),
+    /* Pulsar has no DELETE for it: POST "None" turns it off */
+    {{HTTP_GET, NS "/subscriptionAuthMode"}, admin_policy_get_h, "subscriptionAuthMode"},
+    {{HTTP_POST, NS "/subscriptionAuthMode"}, admin_policy_set_h, "subscriptionAuthMode"},
     POLICY_ROUTES("offloadThreshold"),
     POLICY_ROUTES("offloadPolicies"),
     POLICY_ROUTES("compactionThreshold"),

@@ -134,6 +134,13 @@ bool authz_subscription_allows(const json_t *auth, const char *subscription, con
     return false;
 }
 
+bool authz_subscription_prefix_allows(bool prefix_mode, const char *subscription, const char *role)
+{
+    if (!prefix_mode || !subscription || !*subscription)
+        return true;
+    return role && strncmp(subscription, role, strlen(role)) == 0;
+}
+
 const char *authz_original_principal_error(const auth_service_t *a, const char *role,
                                            const char *original)
 {
@@ -230,6 +237,11 @@ static void ns_loaded(int rc, const ns_policies_t *p, void *arg)
         !authz_subscription_allows(auth, op->subscription, op->cur)) {
         log_info("authz", "role '%s' is not one of the roles of subscription '%s' in %s", op->cur,
                  op->subscription, op->ns);
+    } else if (op->action == AUTHZ_CONSUME && rc == 0 && p &&
+               !authz_subscription_prefix_allows(p->subscription_auth_prefix, op->subscription,
+                                                 op->cur)) {
+        log_info("authz", "subscription '%s' in %s is not prefixed by role '%s' (Prefix mode)",
+                 op->subscription, op->ns, op->cur);
     } else if (authz_policy_bits(auth, op->topic, op->base, op->cur, wildcards) & want) {
         op->allowed = true;
     }

@@ -14,6 +14,8 @@
  *   subscription roles                  when a subscription lists roles,
  *   (auth_policies.                     only they (or superusers and tenant
  *    subscription_auth_roles)           admins) may consume through it
+ *   subscription_auth_mode Prefix       other roles consume only through
+ *                                       subscriptions named "<role>..."
  *
  * authorizationAllowWildcardsMatching=true: a granted role ending in '*'
  * matches every role with that prefix, one starting with '*' every role
@@ -88,6 +90,10 @@ int authz_policy_bits(const json_t *auth_policies, const char *topic, const char
  * is not one of them (exact match, as Pulsar). */
 bool authz_subscription_allows(const json_t *auth_policies, const char *subscription,
                                const char *role);
+/* subscription_auth_mode Prefix (prefix_mode): false when subscription does
+ * not start with role (Pulsar's startsWith: "role-x" and "rolex" both pass;
+ * an empty subscription, as in a lookup, always passes). */
+bool authz_subscription_prefix_allows(bool prefix_mode, const char *subscription, const char *role);
 /* Pulsar's isValidOriginalPrincipal for the binary protocol: NULL when
  * role / original (NULL or "" = none) form a valid pair, else the reason.
  * A proxy role needs an original principal that is not a proxy role; any

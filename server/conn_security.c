@@ -35,6 +35,7 @@
 #include "server/authz.h"
 #include "server/codec/commands.h"
 #include "server/conn_security.h"
+#include "server/ns_policies.h"
 #include "server/schema_int.h"
 #include "server/security_int.h"
 
@@ -280,6 +281,28 @@ typedef struct deferred_cmd {
     size_t len;
 } deferred_cmd_t;
 
+/* Pulsar's message when a SUBSCRIBE breaks the namespace's Prefix mode
+ * (checked again here: authz answers allowed or not), else NULL. */
+static const char *prefix_denial(conn_t *c, const Pulsar__Proto__CommandSubscribe *s, char *buf,
+                                 size_t n)
+{
+    topic_name_t *tn = malloc(sizeof *tn);
+    const char *msg = NULL;
+    if (tn && s->topic && topic_name_parse(s->topic, tn) == 0) {
+        const char *role = c->sec && c->sec->original[0] ? c->sec->original : c->role;
+        const ns_policies_t *p = broker_ns_policies(c->broker, tn->namespace_name);
+        if (!authz_subscription_prefix_allows(p->subscription_auth_prefix, s->subscription, role)) {
+            snprintf(buf, n,
+                     "Failed to create consumer - The subscription name needs to be prefixed by "
+                     "the authentication role, like %s-xxxx for topic: %s",
+                     role, tn->full);
+            msg = buf;
+        }
+    }
+    free(tn);
+    return msg;
+}
+
 static void deny(conn_t *c, const pb_command_t *cmd)
 {
     const char *msg = "Client is not authorized to perform this operation";
@@ -300,9 +323,12 @@ static void deny(conn_t *c, const pb_command_t *cmd)
     case PULSAR__PROTO__BASE_COMMAND__TYPE__PRODUCER:
         conn_send_error(c, cmd->producer->request_id, e, msg);
         return;
-    case PULSAR__PROTO__BASE_COMMAND__TYPE__SUBSCRIBE:
-        conn_send_error(c, cmd->subscribe->request_id, e, msg);
+    case PULSAR__PROTO__BASE_COMMAND__TYPE__SUBSCRIBE: {
+        char buf[AUTH_ROLE_MAX + TOPIC_NAME_MAX + 160];
+        const char *pm = prefix_denial(c, cmd->subscribe, buf, sizeof buf);
+        conn_send_error(c, cmd->subscribe->request_id, e, pm ? pm : msg);
         return;
+    }
     case PULSAR__PROTO__BASE_COMMAND__TYPE__GET_TOPICS_OF_NAMESPACE:
         conn_send_error(c, cmd->gettopicsofnamespace->request_id, e, msg);
         return;

@@ -141,8 +141,7 @@ int ns_policies_parse(const char *text, size_t len, const char *cluster, ns_poli
         json_int_or(doc, "max_unacked_messages_per_subscription", -1);
     out->max_topics_per_namespace = json_int_or(doc, "max_topics_per_namespace", -1);
     out->compaction_threshold = json_int_or(doc, "compaction_threshold", -1);
-    out->subscription_expiration_min =
-        json_int_or(doc, "subscription_expiration_time_minutes", -1);
+    out->subscription_expiration_min = json_int_or(doc, "subscription_expiration_time_minutes", -1);
     const char *sc = json_string_value(json_object_get(doc, "schema_compatibility_strategy"));
     if (sc && strcmp(sc, "UNDEFINED") != 0)
         snprintf(out->schema_compatibility_strategy, sizeof out->schema_compatibility_strategy,
@@ -151,6 +150,8 @@ int ns_policies_parse(const char *text, size_t len, const char *cluster, ns_poli
         json_is_false(json_object_get(doc, "is_allow_auto_update_schema")) ? 0 : 1;
     out->schema_validation_enforced =
         json_is_true(json_object_get(doc, "schema_validation_enforced")) ? 1 : 0;
+    const char *am = json_string_value(json_object_get(doc, "subscription_auth_mode"));
+    out->subscription_auth_prefix = am && strcmp(am, "Prefix") == 0;
     ns_policies_parse_auth(doc, out); /* authz.c */
     json_decref(doc);
     return 0;

@@ -43,8 +43,14 @@ typedef struct ns_rate {
 } ns_rate_t;
 
 /* Permission actions of a grant (auth_policies), see authz.h. */
-enum { NS_AUTH_PRODUCE = 1, NS_AUTH_CONSUME = 2, NS_AUTH_FUNCTIONS = 4, NS_AUTH_SOURCES = 8,
-       NS_AUTH_SINKS = 16, NS_AUTH_PACKAGES = 32 };
+enum {
+    NS_AUTH_PRODUCE = 1,
+    NS_AUTH_CONSUME = 2,
+    NS_AUTH_FUNCTIONS = 4,
+    NS_AUTH_SOURCES = 8,
+    NS_AUTH_SINKS = 16,
+    NS_AUTH_PACKAGES = 32
+};
 
 typedef struct ns_policies {
     bool loaded; /* false: the document was not read yet (or does not exist) */
@@ -59,17 +65,21 @@ typedef struct ns_policies {
     ns_rate_t publish_rate;  /* this cluster's entry of publishMaxMessageRate */
     ns_rate_t dispatch_rate; /* topicDispatchRate */
     ns_rate_t subscription_dispatch_rate;
-    int64_t max_producers_per_topic;           /* -1 unset, 0 unlimited */
-    int64_t max_consumers_per_topic;           /* -1 unset */
-    int64_t max_consumers_per_subscription;    /* -1 unset */
-    int64_t max_unacked_messages_per_consumer; /* -1 unset */
+    int64_t max_producers_per_topic;               /* -1 unset, 0 unlimited */
+    int64_t max_consumers_per_topic;               /* -1 unset */
+    int64_t max_consumers_per_subscription;        /* -1 unset */
+    int64_t max_unacked_messages_per_consumer;     /* -1 unset */
     int64_t max_unacked_messages_per_subscription; /* -1 unset */
-    int64_t max_topics_per_namespace;          /* -1 unset */
-    int64_t subscription_expiration_min;       /* -1 unset (expiry.c) */
-    int64_t compaction_threshold;              /* bytes; -1 unset, 0 off (compaction.c) */
-    char schema_compatibility_strategy[48];    /* "" = unset */
-    int allow_auto_update_schema;              /* is_allow_auto_update_schema: 1 (default), 0 */
-    int schema_validation_enforced;            /* schema_validation_enforced: 0 (default), 1 */
+    int64_t max_topics_per_namespace;              /* -1 unset */
+    int64_t subscription_expiration_min;           /* -1 unset (expiry.c) */
+    int64_t compaction_threshold;                  /* bytes; -1 unset, 0 off (compaction.c) */
+    char schema_compatibility_strategy[48];        /* "" = unset */
+    int allow_auto_update_schema;                  /* is_allow_auto_update_schema: 1 (default), 0 */
+    int schema_validation_enforced;                /* schema_validation_enforced: 0 (default), 1 */
+    /* subscription_auth_mode "Prefix": a role that is neither superuser nor
+     * tenant admin consumes only through subscriptions whose names start
+     * with the role (authz.c); "None" (default): any name. */
+    bool subscription_auth_prefix;
     /* auth_policies (namespace_auth, destination_auth,
      * subscription_auth_roles), read by authz.c: a reference owned by the
      * cache entry (ns_policies_release), NULL when absent. */

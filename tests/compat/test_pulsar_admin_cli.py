@@ -160,6 +160,9 @@ def test_cli_namespace_policies(admin):
     admin.run("namespaces", "set-deduplication", ns, "--enable")
     admin.run("namespaces", "set-publish-rate", ns, "--msg-publish-rate", "1000",
               "--byte-publish-rate", "1048576")
+    assert "None" in admin.out("namespaces", "get-subscription-auth-mode", ns)
+    admin.run("namespaces", "set-subscription-auth-mode", ns, "-m", "Prefix")
+    assert "Prefix" in admin.out("namespaces", "get-subscription-auth-mode", ns)
 
     pol = admin.json("namespaces", "policies", ns)
     assert pol["retention_policies"] == {"retentionTimeInMinutes": 60, "retentionSizeInMB": 100}
@@ -169,6 +172,7 @@ def test_cli_namespace_policies(admin):
     assert quota["limitSize"] == 10 * 1024 * 1024 and quota["policy"] == "producer_request_hold"
     rate = list(pol["publishMaxMessageRate"].values())
     assert rate == [{"publishThrottlingRateInMsg": 1000, "publishThrottlingRateInByte": 1048576}]
+    assert pol["subscription_auth_mode"] == "Prefix"
 
     assert requests.delete(f"{admin.web_url}/admin/v2/namespaces/{ns}").status_code == 204
     assert requests.delete(f"{admin.web_url}/admin/v2/tenants/{t}").status_code == 204

@@ -10,6 +10,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import socket
 import subprocess
 import time
@@ -776,17 +777,101 @@ def test_subscription_roles(secure):
     assert r.status_code == 204, r.text
     r = secure.rest("GET", f"{base}/subscription", role="acme-admin")
     assert r.json()[sub] == [], r.text
+    subscribes_eventually(secure, "consumer-role", t, sub)
+
+
+def subscribes_eventually(secure, role, t, sub):
+    """role subscribes through sub within 10 s (the broker's policies cache follows a
+    change through its watch)."""
     deadline = time.monotonic() + 10
     while True:
-        cons = secure.client(pulsar.AuthenticationToken(token("consumer-role")))
+        c = secure.client(pulsar.AuthenticationToken(token(role)))
         try:
-            cons.subscribe(t, sub).close()
-            break
+            c.subscribe(t, sub).close()
+            return
         except pulsar.AuthorizationError:
-            assert time.monotonic() < deadline, "still refused after the roles were removed"
+            assert time.monotonic() < deadline, f"{role} still refused through {sub}"
             time.sleep(0.3)
         finally:
-            cons.close()
+            c.close()
+
+
+def test_subscription_auth_mode_prefix(secure):
+    """subscription_auth_mode Prefix: a role that is neither superuser nor tenant admin
+    consumes only through subscriptions whose names start with the role (Pulsar's
+    startsWith); None lifts it again. GET/POST only, values checked."""
+    ns = f"acme/pfx-{uuid.uuid4().hex[:6]}"
+    r = secure.rest("PUT", f"/admin/v2/namespaces/{ns}", role="acme-admin")
+    assert r.status_code == 204, r.text
+    r = secure.rest("POST", f"/admin/v2/namespaces/{ns}/permissions/consumer-role",
+                    role="acme-admin", body=["consume"])
+    assert r.status_code == 204, r.text
+    mode = f"/admin/v2/namespaces/{ns}/subscriptionAuthMode"
+    r = secure.rest("GET", mode, role="acme-admin")
+    assert r.status_code == 200 and r.json() == "None", r.text
+    for bad in ("Sometimes", "prefix", 7, ["Prefix"]):
+        r = secure.rest("POST", mode, role="acme-admin", body=bad)
+        assert r.status_code == 400, (bad, r.status_code, r.text)
+    r = secure.rest("POST", mode, role="consumer-role", body="Prefix")
+    assert r.status_code == 401, r.text
+    r = secure.rest("POST", mode, role="acme-admin", body="Prefix")
+    assert r.status_code == 204, r.text
+    r = secure.rest("GET", mode, role="consumer-role")
+    assert r.status_code == 401, r.text  # a namespace policy: tenant admins read it
+    r = secure.rest("GET", mode, role="acme-admin")
+    assert r.json() == "Prefix", r.text
+    t = f"persistent://{ns}/t-{uuid.uuid4().hex[:6]}"
+
+    def refused_eventually(role, sub):
+        deadline = time.monotonic() + 10
+        while True:  # the broker's policies cache follows the change through its watch
+            c = secure.client(pulsar.AuthenticationToken(token(role)))
+            try:
+                c.subscribe(t, sub).close()
+            except pulsar.AuthorizationError:
+                return
+            finally:
+                c.close()
+            assert time.monotonic() < deadline, f"{role} still subscribes through {sub}"
+            time.sleep(0.3)
+
+    refused_eventually("consumer-role", "orders")
+    # Pulsar's reason reaches the client (the C++ client logs the server's message)
+    seen = []
+
+    class Grab(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    log = logging.getLogger(f"pfx-{uuid.uuid4().hex[:6]}")
+    log.setLevel(logging.DEBUG)
+    log.addHandler(Grab())
+    c = secure.client(pulsar.AuthenticationToken(token("consumer-role")), logger=log)
+    try:
+        expect_refused(lambda: c.subscribe(t, "orders"), pulsar.AuthorizationError)
+    finally:
+        c.close()
+    assert any("needs to be prefixed by the authentication role, like consumer-role-xxxx" in m
+               for m in seen), seen[-5:]
+    c = secure.client(pulsar.AuthenticationToken(token("consumer-role")))
+    try:
+        c.subscribe(t, "consumer-role-orders").close()
+        c.subscribe(t, "consumer-roleX").close()  # startsWith, as in Pulsar
+        expect_refused(lambda: c.subscribe(t, "role-orders"), pulsar.AuthorizationError)
+    finally:
+        c.close()
+    for role in ("acme-admin", "admin"):  # tenant admins and superusers are not bound
+        c = secure.client(pulsar.AuthenticationToken(token(role)))
+        try:
+            c.subscribe(t, "orders").close()
+        finally:
+            c.close()
+    # a REST consume route naming a subscription meets the rule too
+    r = secure.rest("GET", f"{topic_path(t)}/subscription/orders/position/1", role="consumer-role")
+    assert r.status_code == 403, r.text
+    r = secure.rest("POST", mode, role="acme-admin", body="None")
+    assert r.status_code == 204, r.text
+    subscribes_eventually(secure, "consumer-role", t, "orders")
 
 
 def test_wildcards_off_by_default(secure):

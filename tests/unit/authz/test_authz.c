@@ -100,6 +100,30 @@ static void test_subscription_roles(void)
     json_decref(auth);
 }
 
+static void test_subscription_prefix(void)
+{
+    CU_ASSERT_TRUE(authz_subscription_prefix_allows(true, "app-orders", "app"));
+    CU_ASSERT_TRUE(authz_subscription_prefix_allows(true, "apple", "app")); /* startsWith */
+    CU_ASSERT_TRUE(authz_subscription_prefix_allows(true, "app", "app"));
+    CU_ASSERT_FALSE(authz_subscription_prefix_allows(true, "orders", "app"));
+    CU_ASSERT_FALSE(authz_subscription_prefix_allows(true, "ap", "app"));
+    CU_ASSERT_FALSE(authz_subscription_prefix_allows(true, "x-app", "app"));
+    CU_ASSERT_TRUE(authz_subscription_prefix_allows(false, "orders", "app")); /* None */
+    CU_ASSERT_TRUE(authz_subscription_prefix_allows(true, "", "app"));        /* a lookup */
+    CU_ASSERT_TRUE(authz_subscription_prefix_allows(true, NULL, "app"));
+    CU_ASSERT_FALSE(authz_subscription_prefix_allows(true, "orders", NULL));
+    /* the namespace policy as the broker parses it */
+    ns_policies_t p;
+    const char *docs[] = {"{\"subscription_auth_mode\":\"Prefix\"}",
+                          "{\"subscription_auth_mode\":\"None\"}", "{}",
+                          "{\"subscription_auth_mode\":7}"};
+    for (int i = 0; i < 4; i++) {
+        TEST_REQUIRE(ns_policies_parse(docs[i], strlen(docs[i]), "standalone", &p) == 0);
+        CU_ASSERT_EQUAL(p.subscription_auth_prefix, i == 0);
+        ns_policies_release(&p);
+    }
+}
+
 static void test_original_principal(void)
 {
     qconfig_t *q = qconfig_new();
@@ -137,6 +161,7 @@ static void register_suites(void)
     CU_add_test(s, "grant bits", test_grant_bits);
     CU_add_test(s, "namespace, topic and partition grants", test_policy_bits);
     CU_add_test(s, "subscription roles", test_subscription_roles);
+    CU_add_test(s, "subscription auth mode Prefix", test_subscription_prefix);
     CU_add_test(s, "proxy original principal", test_original_principal);
 }
 
