@@ -59,9 +59,12 @@ static void wake(io_gate_t *g, bool all)
     }
 }
 
-void io_gate_write_begin(io_gate_t *g)
+bool io_gate_write_begin(io_gate_t *g, uint64_t bytes)
 {
+    if (bytes > IO_GATE_GROUP_BYTES_MAX)
+        return false;
     atomic_fetch_add(&g->writes, 1);
+    return true;
 }
 
 void io_gate_write_end(io_gate_t *g)

@@ -5,12 +5,19 @@
  * A write and its fdatasync wait behind the reads the device has queued
  * ahead of them, so a consumer catching up a backlog (hundreds of MB/s of
  * O_DIRECT reads, none from the page cache) adds that queue to every
- * acknowledgement. The journal thread marks its group writes (journal and
- * direct records, with their syncs) in flight; while one is, a reader about
- * to read a large record with O_DIRECT starts only if fewer than
+ * acknowledgement. The journal thread marks its small group writes (journal
+ * and direct records, with their syncs) in flight; while one is, a reader
+ * about to read a large record with O_DIRECT starts only if fewer than
  * IO_GATE_READS_DURING_WRITE such reads are in flight, else it waits, for at
  * most wait_us_max (readYieldToJournalUs). Between groups the readers run
- * freely. Reads of small records and from caches never wait. Measured in
+ * freely. Reads of small records and from caches never wait.
+ *
+ * Groups above IO_GATE_GROUP_BYTES_MAX are not marked: the journal is then
+ * busy with throughput, not latency (scenario (a): 4-5 MB groups back to
+ * back), the reads ahead add little to such a group's own transfer, and a
+ * consumer that fell behind the broker's cache needs its share of the disk
+ * to catch up. Yielding to them let the producer outrun such a consumer for
+ * good (session 19). Measured in
  * docs/performance.md (session 19): under scenario (f) the live publish p50
  * and p99 fell by about a third, the catch-up's rate by about a tenth.
  */
@@ -26,6 +33,9 @@
  * the catch-up's rate (-9 %) and cut the live p99 by a third; 1 cost a
  * quarter of the rate for the same p99 (docs/performance.md, session 19). */
 #define IO_GATE_READS_DURING_WRITE 2
+/* Groups of more bytes than this (journal and direct records) do not hold
+ * reads back. (f)'s live groups are ~60 KB, (a)'s 4-5 MB. */
+#define IO_GATE_GROUP_BYTES_MAX (1u << 20)
 
 typedef struct io_gate {
     atomic_int writes;  /* group writes in flight */
@@ -39,8 +49,10 @@ typedef struct io_gate {
 
 int io_gate_init(io_gate_t *g, uint32_t wait_us_max);
 void io_gate_destroy(io_gate_t *g);
-/* The journal thread, around a group's writes and syncs. */
-void io_gate_write_begin(io_gate_t *g);
+/* The journal thread, around a group's writes and syncs: write_begin marks
+ * a group of up to IO_GATE_GROUP_BYTES_MAX in flight and says whether it did;
+ * write_end follows a write_begin that did. */
+bool io_gate_write_begin(io_gate_t *g, uint64_t bytes);
 void io_gate_write_end(io_gate_t *g);
 /* A reader thread, around one large read: read_begin returns when the read
  * may start (or after wait_us_max); every read_begin has its read_end. */

@@ -373,8 +373,7 @@ static int group_write(journal_t *j)
     /* The records the group's ADD_REFs point at: written and synced beside
      * the journal (both before the group completes). */
     uint64_t dt0 = clock_mono_us();
-    if (j->cfg.gate)
-        io_gate_write_begin(j->cfg.gate);
+    bool gated = j->cfg.gate && io_gate_write_begin(j->cfg.gate, j->gbytes + j->dbytes);
     bool dwriting = j->dcount && dsync_start(j);
     if (j->dcount && !dwriting)
         rc = direct_write(j);
@@ -395,7 +394,7 @@ static int group_write(journal_t *j)
         if (rc == 0)
             rc = drc;
     }
-    if (j->cfg.gate)
+    if (gated)
         io_gate_write_end(j->cfg.gate);
     if (j->dcount) {
         atomic_fetch_add(&j->direct_syncs, j->cfg.sync && rc == 0);

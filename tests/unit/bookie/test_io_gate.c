@@ -49,7 +49,7 @@ static void test_gate_off(void)
 {
     io_gate_t g;
     TEST_REQUIRE(io_gate_init(&g, 0) == 0);
-    io_gate_write_begin(&g);
+    TEST_REQUIRE(io_gate_write_begin(&g, 64u << 10));
     for (int i = 0; i < 3; i++)
         io_gate_read_begin(&g); /* never waits */
     CU_ASSERT_EQUAL(atomic_load(&g.reads), 3);
@@ -83,7 +83,7 @@ static void test_gate_waits_for_write(void)
 {
     io_gate_t g;
     TEST_REQUIRE(io_gate_init(&g, 30u * 1000 * 1000) == 0);
-    io_gate_write_begin(&g);
+    TEST_REQUIRE(io_gate_write_begin(&g, 64u << 10));
     for (int i = 0; i < IO_GATE_READS_DURING_WRITE; i++)
         io_gate_read_begin(&g); /* these start */
     reader_t r;
@@ -107,7 +107,7 @@ static void test_gate_waits_for_read(void)
 {
     io_gate_t g;
     TEST_REQUIRE(io_gate_init(&g, 30u * 1000 * 1000) == 0);
-    io_gate_write_begin(&g);
+    TEST_REQUIRE(io_gate_write_begin(&g, 64u << 10));
     for (int i = 0; i < IO_GATE_READS_DURING_WRITE; i++)
         io_gate_read_begin(&g);
     reader_t r;
@@ -130,7 +130,7 @@ static void test_gate_bounded(void)
 {
     io_gate_t g;
     TEST_REQUIRE(io_gate_init(&g, 20 * 1000) == 0);
-    io_gate_write_begin(&g);
+    TEST_REQUIRE(io_gate_write_begin(&g, 64u << 10));
     for (int i = 0; i < IO_GATE_READS_DURING_WRITE; i++)
         io_gate_read_begin(&g);
     uint64_t t0 = clock_mono_us();
@@ -172,6 +172,26 @@ static void test_gate_bookie(void)
     free(dir);
 }
 
+/* A group above IO_GATE_GROUP_BYTES_MAX is not marked: reads go on. */
+static void test_gate_large_group(void)
+{
+    io_gate_t g;
+    TEST_REQUIRE(io_gate_init(&g, 30u * 1000 * 1000) == 0);
+    CU_ASSERT_FALSE(io_gate_write_begin(&g, (uint64_t)IO_GATE_GROUP_BYTES_MAX + 1));
+    CU_ASSERT_EQUAL(atomic_load(&g.writes), 0);
+    for (int i = 0; i <= IO_GATE_READS_DURING_WRITE; i++)
+        io_gate_read_begin(&g);
+    uint64_t waits, us;
+    io_gate_stats(&g, &waits, &us);
+    CU_ASSERT_EQUAL(waits, 0);
+    for (int i = 0; i <= IO_GATE_READS_DURING_WRITE; i++)
+        io_gate_read_end(&g);
+    CU_ASSERT_TRUE(io_gate_write_begin(&g, IO_GATE_GROUP_BYTES_MAX)); /* at the bound: marked */
+    CU_ASSERT_EQUAL(atomic_load(&g.writes), 1);
+    io_gate_write_end(&g);
+    io_gate_destroy(&g);
+}
+
 void bookie_io_gate_register(void)
 {
     CU_pSuite s = CU_add_suite("bookie_io_gate", NULL, NULL);
@@ -182,5 +202,6 @@ void bookie_io_gate_register(void)
     CU_add_test(s, "during a write, a waiting read starts when a read in flight ends",
                 test_gate_waits_for_read);
     CU_add_test(s, "a wait is bounded by readYieldToJournalUs", test_gate_bounded);
+    CU_add_test(s, "groups above IO_GATE_GROUP_BYTES_MAX hold no read back", test_gate_large_group);
     CU_add_test(s, "large entries read back through the gate", test_gate_bookie);
 }
