@@ -89,10 +89,11 @@ typedef struct bookie_config {
      * file system allows it (journalLargeEntryDirectIo; true): no copy into
      * the page cache either way (entry_log.h). */
     bool journal_large_entry_odirect;
-    /* While the journal writes and syncs a group, an O_DIRECT read of a large
-     * record starts only if fewer than IO_GATE_READS_DURING_WRITE are in
-     * flight, else waits for the group (or for one of them) at most this long
-     * (readYieldToJournalUs; 1000; 0: reads never wait): catch-up reads queued on the disk ahead of
+    /* While the journal writes and syncs a group of up to
+     * IO_GATE_GROUP_BYTES_MAX, an O_DIRECT read of a large record starts only
+     * if fewer than IO_GATE_READS_DURING_WRITE are in flight, else waits for
+     * the group (or for one of them) at most this long (readYieldToJournalUs;
+     * 1000; 0: reads never wait): catch-up reads queued on the disk ahead of
      * the journal's fdatasync delay every acknowledgement (io_gate.h). */
     uint32_t read_yield_us;
 } bookie_config_t;

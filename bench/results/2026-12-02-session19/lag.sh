@@ -19,6 +19,7 @@ PP=$!
 sleep 4
 timeout 60 $Q consume --service-url $U --topics lag --subscription s --seconds 14 --warmup-seconds 0 --receiver-queue-size 10000 --report-interval-s 2 --json $D/c.json > $D/c.txt 2>&1
 wait $PP
+curl -s http://127.0.0.1:$W/metrics | grep -E '^(bookie_journal_JOURNAL_SYNC_count|bookkeeper_server_ADD_ENTRY_BYTES_total|quire_bookie_reads_yielded)' | tr '\n' ' '; echo
 python3 - $D/p.json $D/c.json <<'PY'
 import json,sys
 p=json.load(open(sys.argv[1])); c=json.load(open(sys.argv[2]))
