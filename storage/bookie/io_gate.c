@@ -21,6 +21,7 @@ int io_gate_init(io_gate_t *g, uint32_t wait_us_max)
     atomic_init(&g->waiters, 0);
     atomic_init(&g->waits, 0);
     atomic_init(&g->wait_us, 0);
+    atomic_init(&g->marked, 0);
     g->wait_us_max = wait_us_max;
     pthread_condattr_t ca;
     int rc = pthread_condattr_init(&ca);
@@ -64,6 +65,7 @@ bool io_gate_write_begin(io_gate_t *g, uint64_t bytes)
     if (bytes > IO_GATE_GROUP_BYTES_MAX)
         return false;
     atomic_fetch_add(&g->writes, 1);
+    atomic_fetch_add(&g->marked, 1);
     return true;
 }
 
@@ -123,4 +125,9 @@ void io_gate_stats(io_gate_t *g, uint64_t *waits, uint64_t *wait_us)
 {
     *waits = atomic_load(&g->waits);
     *wait_us = atomic_load(&g->wait_us);
+}
+
+uint64_t io_gate_marked(io_gate_t *g)
+{
+    return atomic_load(&g->marked);
 }

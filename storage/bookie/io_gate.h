@@ -45,6 +45,7 @@ typedef struct io_gate {
     pthread_cond_t cv;                   /* CLOCK_MONOTONIC */
     uint32_t wait_us_max;                /* 0: reads never wait */
     atomic_uint_fast64_t waits, wait_us; /* reads that waited; their time */
+    atomic_uint_fast64_t marked;         /* groups marked in flight */
 } io_gate_t;
 
 int io_gate_init(io_gate_t *g, uint32_t wait_us_max);
@@ -60,5 +61,7 @@ void io_gate_read_begin(io_gate_t *g);
 void io_gate_read_end(io_gate_t *g);
 /* Reads that waited, and their time waiting. */
 void io_gate_stats(io_gate_t *g, uint64_t *waits, uint64_t *wait_us);
+/* Groups write_begin marked so far. */
+uint64_t io_gate_marked(io_gate_t *g);
 
 #endif

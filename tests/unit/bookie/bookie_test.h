@@ -44,6 +44,8 @@ bookie_t *bt_open(const bookie_config_t *cfg);
 char *bt_dir(const char *tag);
 /* Files in dir/sub ending with ext; the path of one of them into last_path. */
 int bt_count_files(const char *dir, const char *sub, const char *ext, char *last_path, size_t n);
+/* True when dir's file system takes an aligned O_DIRECT write. */
+bool bt_fs_takes_odirect(const char *dir);
 /* XORs the byte at off of path with 0x5a. */
 void bt_flip_byte(const char *path, off_t off);
 

@@ -57,6 +57,24 @@ bool bt_check(int64_t ledger_id, int64_t entry_id, const qbuf_t *b, size_t n)
     return ok;
 }
 
+bool bt_fs_takes_odirect(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/odirect-probe", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0644);
+    bool ok = false;
+    void *b;
+    if (fd >= 0 && posix_memalign(&b, 4096, 4096) == 0) {
+        memset(b, 0, 4096);
+        ok = pwrite(fd, b, 4096, 0) == 4096;
+        free(b);
+    }
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    return ok;
+}
+
 void bt_config(bookie_config_t *cfg, const char *dir)
 {
     bookie_config_defaults(cfg);

@@ -471,24 +471,6 @@ static void test_direct_switch_off_and_on(void)
 }
 
 /* Whether dir's file system takes an aligned O_DIRECT write. */
-static bool dt_fs_takes_odirect(const char *dir)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/odirect-probe", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0644);
-    bool ok = false;
-    void *b;
-    if (fd >= 0 && posix_memalign(&b, 4096, 4096) == 0) {
-        memset(b, 0, 4096);
-        ok = pwrite(fd, b, 4096, 0) == 4096;
-        free(b);
-    }
-    if (fd >= 0)
-        close(fd);
-    unlink(path);
-    return ok;
-}
-
 static uint8_t dt_byte(int64_t e, uint32_t i)
 {
     return (uint8_t)(e * 131 + i * 7 + (i >> 9));
@@ -502,7 +484,7 @@ static uint8_t dt_byte(int64_t e, uint32_t i)
 static void dt_writer_run(bool odirect)
 {
     char *dir = bt_dir("bk-dwriter");
-    bool expect_dio = odirect && dt_fs_takes_odirect(dir);
+    bool expect_dio = odirect && bt_fs_takes_odirect(dir);
     log_table_t table = {.dio_reads = odirect}; /* large records read with O_DIRECT too */
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     elog_direct_t d;
