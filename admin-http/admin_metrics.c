@@ -682,6 +682,16 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "# HELP quire_bookie_reads_yielded_seconds_total Their time waiting.\n"
             "# TYPE quire_bookie_reads_yielded_seconds_total counter\n"
             "quire_bookie_reads_yielded_seconds_total %.6f\n"
+            "# HELP quire_bookie_write_cache_bytes Entries in the bookie's write caches (active "
+            "and being flushed), as counted against their bound.\n"
+            "# TYPE quire_bookie_write_cache_bytes gauge\n"
+            "quire_bookie_write_cache_bytes %llu\n"
+            "# HELP quire_bookie_read_cache_bytes Entries in the bookie's read cache.\n"
+            "# TYPE quire_bookie_read_cache_bytes gauge\n"
+            "quire_bookie_read_cache_bytes %llu\n"
+            "# HELP quire_bookie_reads_inflight_bytes Bytes of the disk reads in flight.\n"
+            "# TYPE quire_bookie_reads_inflight_bytes gauge\n"
+            "quire_bookie_reads_inflight_bytes %llu\n"
             "# HELP quire_bookie_gc_passes_total GC passes done.\n"
             "# TYPE quire_bookie_gc_passes_total counter\n"
             "quire_bookie_gc_passes_total %llu\n"
@@ -699,9 +709,11 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "quire_bookie_gc_logs_freeing %llu\n",
             (unsigned long long)st.adds_waiting, (unsigned long long)st.adds_waited,
             (unsigned long long)st.reads_waited, (unsigned long long)st.reads_yielded,
-            (double)st.reads_yielded_us / 1e6, (unsigned long long)st.gc_passes,
-            (unsigned long long)st.gc_logs_removed, (unsigned long long)st.gc_logs_compacted,
-            (unsigned long long)st.gc_compacted_bytes, (unsigned long long)st.gc_logs_freeing);
+            (double)st.reads_yielded_us / 1e6, (unsigned long long)st.write_cache_bytes,
+            (unsigned long long)st.read_cache_bytes, (unsigned long long)st.reads_inflight_bytes,
+            (unsigned long long)st.gc_passes, (unsigned long long)st.gc_logs_removed,
+            (unsigned long long)st.gc_logs_compacted, (unsigned long long)st.gc_compacted_bytes,
+            (unsigned long long)st.gc_logs_freeing);
 }
 
 /* What one scrape prints, taken on the loop (metrics_job_take); the text is

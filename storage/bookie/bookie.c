@@ -51,7 +51,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .journal_group_entries_max = 10000,
         .journal_file_size_bytes = 256ull << 20,
         .entry_log_size_bytes = 1ull << 30,
-        .write_cache_bytes = 32ull << 20, /* docs/bookie.md, "Cache sizes" */
+        .write_cache_bytes = 16ull << 20, /* docs/bookie.md, "Cache sizes" */
         .read_cache_bytes = 16ull << 20,
         .read_bytes_inflight_max = 64ull << 20,
         .flush_interval_ms = 1000,
@@ -948,6 +948,9 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
 {
     *out = bk->stats;
     out->adds_waiting = bk->adds_waiting;
+    out->write_cache_bytes = bk->caches[0].bytes + bk->caches[1].bytes;
+    out->read_cache_bytes = bk->rcache.bytes;
+    out->reads_inflight_bytes = bk->read_bytes_inflight;
     journal_get_stats(bk->journal, &out->journal_syncs, &out->journal_sync_us_total);
     journal_get_direct_stats(bk->journal, &out->direct_syncs, &out->direct_sync_us_total,
                              &out->direct_bytes);

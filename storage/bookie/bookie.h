@@ -48,7 +48,7 @@ typedef struct bookie_config {
     uint32_t journal_group_entries_max; /* ... or this many adds (10000) */
     uint64_t journal_file_size_bytes;   /* preallocated size of a journal file (256 MiB) */
     uint64_t entry_log_size_bytes;      /* an entry log rolls over at this size (1 GiB) */
-    /* Flush to entry logs when this full (32 MiB; dbStorage_writeCacheMaxSizeMb). Two
+    /* Flush to entry logs when this full (16 MiB; dbStorage_writeCacheMaxSizeMb). Two
      * exist: one filling, one being flushed. Direct entries hold no payload here. */
     uint64_t write_cache_bytes;
     uint64_t read_cache_bytes;        /* recently read entries kept (16 MiB;
@@ -172,7 +172,11 @@ typedef struct bookie_stats {
     uint64_t reads_waited;         /* disk reads that waited for read_bytes_inflight_max */
     uint64_t reads_yielded;        /* large reads that waited for journal writes (io_gate.h) */
     uint64_t reads_yielded_us;     /* their time waiting */
+    uint64_t write_cache_bytes;    /* both write caches, as counted against their bound */
+    uint64_t read_cache_bytes;     /* the read cache, as counted against its bound */
+    uint64_t reads_inflight_bytes; /* disk reads given to the reader threads */
 } bookie_stats_t;
+/* Loop thread (the caches' sizes are the loop's). */
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);
 
 /* Runs one garbage-collection pass now (tests, admin), compacting at the major

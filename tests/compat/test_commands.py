@@ -30,7 +30,7 @@ def test_bookie_storage_options():
                               "--compactionRateByBytes=1048576",
                               "--minorCompactionThreshold=0.1", "--minorCompactionInterval=7200",
                               "--majorCompactionThreshold=-1", "--majorCompactionInterval=600",
-                              "--dbStorage_writeCacheMaxSizeMb=16",
+                              "--dbStorage_writeCacheMaxSizeMb=24",
                               "--dbStorage_readAheadCacheMaxSizeMb=0"],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
@@ -49,7 +49,7 @@ def test_bookie_storage_options():
             assert "minorCompactionThreshold=0.1, minorCompactionInterval=7200" in line, line
             # a threshold <= 0 turns major compaction off, as in BookKeeper
             assert "majorCompactionThreshold=0, majorCompactionInterval=0" in line, line
-            assert "dbStorage_writeCacheMaxSizeMb=16" in line, line
+            assert "dbStorage_writeCacheMaxSizeMb=24" in line, line
             assert "dbStorage_readAheadCacheMaxSizeMb=0" in line, line
         finally:
             p.send_signal(signal.SIGTERM)

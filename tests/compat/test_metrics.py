@@ -91,6 +91,12 @@ def test_metrics_parse_and_count_real_traffic(quire):
     # Large reads that yielded to the journal's writes (readYieldToJournalUs).
     assert _value(fams, "quire_bookie_reads_yielded") >= 0
     assert _value(fams, "quire_bookie_reads_yielded_seconds") >= 0
+    # What the bookie's caches hold now, within their bounds (the server runs
+    # with the defaults: two write caches of 16 MiB, a read cache of 16 MiB;
+    # the unit tests check the exact figures).
+    assert 0 <= _value(fams, "quire_bookie_write_cache_bytes") <= 2 * (16 << 20)
+    assert 0 <= _value(fams, "quire_bookie_read_cache_bytes") <= 16 << 20
+    assert _value(fams, "quire_bookie_reads_inflight_bytes") >= 0
     # GC's work: present and well-formed. The module's server is shared and
     # may have run a GC pass, so the values are not fixed here; the bookie's
     # unit tests check what they count.

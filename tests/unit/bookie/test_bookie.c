@@ -283,10 +283,15 @@ static void test_read_bytes_bound(void)
     bookie_stats_t bs;
     bookie_get_stats(bk, &bs);
     CU_ASSERT_TRUE(bs.reads_waited >= RB_N - 2);
+    /* the gauge: the two reads handed to the readers, within the bound */
+    CU_ASSERT_TRUE(bs.reads_inflight_bytes > 0 &&
+                   bs.reads_inflight_bytes <= cfg.read_bytes_inflight_max);
     for (int i = 0; i < 1000 && st.done < RB_N; i++)
         test_run_for(bt_loop, 0.01);
     CU_ASSERT_EQUAL(st.done, RB_N);
     CU_ASSERT_EQUAL(st.ok, RB_N);
+    bookie_get_stats(bk, &bs);
+    CU_ASSERT_EQUAL(bs.reads_inflight_bytes, 0);
     /* reads still waiting when the bookie closes fail, none is lost */
     rb_state_t late = {0};
     for (int64_t e = 0; e < RB_N; e++)
@@ -315,6 +320,47 @@ static void test_read_bytes_bound(void)
         test_run_for(bt_loop, 0.01);
     CU_ASSERT_EQUAL(rq_state.done, RQ_N);
     CU_ASSERT_EQUAL(rq_state.ok, RQ_N);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* What the caches hold, as bookie_get_stats reports it (the /metrics gauges):
+ * a small entry's payload and its item in the write cache, a large (direct)
+ * entry's item alone; at most the two caches' bound while flushes run; an
+ * entry read back from an entry log, in the read cache. */
+static void test_cache_gauges(void)
+{
+    char *dir = bt_dir("bk-gauges");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.write_cache_bytes = 64u << 10;
+    bookie_t *bk = bt_open(&cfg);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.write_cache_bytes, 0);
+    CU_ASSERT_EQUAL(st.read_cache_bytes, 0);
+    for (int64_t e = 0; e < 10; e++)
+        TEST_REQUIRE(bt_add(bk, 1, e, e - 1, 1000) == 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.write_cache_bytes, 10 * (1000 + WRITE_CACHE_ITEM_OVERHEAD));
+    TEST_REQUIRE(bt_add(bk, 2, 0, -1, 32000) == 0); /* large: to a direct log */
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.write_cache_bytes,
+                    10 * (1000 + WRITE_CACHE_ITEM_OVERHEAD) + WRITE_CACHE_ITEM_OVERHEAD);
+    uint64_t most = 0;
+    for (int64_t e = 10; e < 200; e++) { /* 200 KB through a 64 KiB cache: flushes */
+        TEST_REQUIRE(bt_add(bk, 1, e, e - 1, 1000) == 0);
+        bookie_get_stats(bk, &st);
+        if (st.write_cache_bytes > most)
+            most = st.write_cache_bytes;
+    }
+    CU_ASSERT_TRUE(most > cfg.write_cache_bytes / 2);
+    CU_ASSERT_TRUE(most <= 2 * cfg.write_cache_bytes);
+    /* entry 0 was flushed long ago: read from its entry log, then kept */
+    CU_ASSERT_EQUAL(bt_verify(bk, 1, 0, 1000), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.read_cache_bytes, 1000 + READ_CACHE_NODE_OVERHEAD);
     bookie_close(bk);
     test_rm_rf(dir);
     free(dir);
@@ -1397,6 +1443,7 @@ static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("bookie", NULL, NULL);
     CU_add_test(s, "add/read round trip 0 B..1 MiB, reopen", test_roundtrip_sizes);
+    CU_add_test(s, "cache gauges: write cache, read cache", test_cache_gauges);
     CU_add_test(s, "journal replay before any flush", test_replay_before_flush);
     CU_add_test(s, "torn journal tail truncated", test_torn_tail_truncated);
     CU_add_test(s, "corrupt journal record ends replay", test_corrupt_journal_record);
