@@ -890,10 +890,14 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
             continue;
         }
         /* The frame being received needs its whole length in the buffer; read
-         * 16 KiB at a time otherwise, but never ask for more room than the
-         * largest frame leaves (a nearly complete maximum-size frame needs
-         * only its last bytes). */
+         * 16 KiB at a time otherwise, or what the buffer holds beside a
+         * frame's head if that is at least half of it (asking for 16 KiB more
+         * doubled every buffer holding a few bytes), but never ask for more
+         * room than the largest frame leaves (a nearly complete maximum-size
+         * frame needs only its last bytes). */
         size_t have = c->rlen - c->rpos, want = 16384;
+        if (c->rcap - have < want && c->rcap - have >= CONN_RBUF_INITIAL / 2)
+            want = c->rcap - have;
         if (have >= 4) {
             size_t total = frame_total(c->rbuf + c->rpos);
             if (total > max_frame_bytes(c)) {
@@ -939,8 +943,12 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
         c->rlen += (size_t)n;
         conn_process(c);
         /* Busy with small frames: fewer, larger reads. (A large frame that is
-         * left goes to a buffer of its own instead.) */
+         * left goes to a buffer of its own instead.) Not while publishes wait
+         * for the publish buffer: a connection paused there keeps what it read
+         * and did not handle, and a thousand producers each holding a grown
+         * buffer held 45 MB beyond the bound in scenario (e). */
         if ((size_t)n == room && c->rcap < CONN_RBUF_BUSY && c->state != CONN_CLOSED &&
+            !c->reads_paused && !c->buffer_granted && !c->broker->buffer_paused &&
             !(c->rlen - c->rpos >= 4 && frame_total(c->rbuf + c->rpos) > CONN_BIG_FRAME))
             (void)rbuf_reserve(c, CONN_RBUF_BUSY - c->rlen);
         if ((size_t)n < c->rcap - (c->rlen - (size_t)n) && c->rlen == 0)

@@ -515,6 +515,78 @@ static void test_publish_buffer_bound(void)
     tbroker_stop(tb);
 }
 
+/* Under the publish buffer bound, many producer connections: one that waits
+ * for room keeps what it read and did not handle, so while publishes wait no
+ * read buffer grows past its first size (CONN_RBUF_INITIAL) for a burst. In
+ * scenario (e) of the benchmark a thousand producers each held a grown buffer,
+ * 45 MB beyond the bound. Forty connections of 200 KB each against a 1-MB
+ * bound: only those read before the bound was reached may hold a grown one. */
+typedef struct rbuf_watch {
+    broker_t *b;
+    size_t max_total; /* the read buffers of all connections, while any waits */
+} rbuf_watch_t;
+
+static void rbuf_check(struct ev_loop *loop, ev_check *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    rbuf_watch_t *rw = w->data;
+    if (!rw->b->buffer_paused)
+        return;
+    size_t total = 0;
+    for (conn_t *c = rw->b->conns; c; c = c->next)
+        total += c->rcap;
+    if (total > rw->max_total)
+        rw->max_total = total;
+}
+
+static void test_publish_buffer_read_buffers(void)
+{
+    const char *const settings[][2] = {{"maxMessagePublishBufferSizeInMB", "1"}};
+    tbroker_t *tb = tbroker_start_with(settings, 1);
+    TEST_REQUIRE(tb != NULL);
+    rbuf_watch_t rw = {.b = tbroker_broker(tb)};
+    ev_check chk;
+    ev_check_init(&chk, rbuf_check);
+    chk.data = &rw;
+    ev_check_start(tbroker_loop(tb), &chk);
+    enum { CLIENTS = 40, MSGS = 100, SIZE = 2000 };
+    char payload[SIZE + 1];
+    memset(payload, 'r', SIZE);
+    payload[SIZE] = '\0';
+    tclient_t *c[CLIENTS];
+    for (int k = 0; k < CLIENTS; k++) {
+        c[k] = tclient_connect(tb, "test");
+        TEST_REQUIRE(c[k] != NULL);
+        char topic[96];
+        snprintf(topic, sizeof topic, "persistent://public/default/rbuf-%d", k);
+        TEST_REQUIRE(tclient_create_producer(c[k], topic, 1) == 0);
+    }
+    for (int k = 0; k < CLIENTS; k++)
+        for (int i = 0; i < MSGS; i++)
+            CU_ASSERT_EQUAL(tclient_send_message(c[k], 1, (uint64_t)i, "k", payload, 1), 0);
+    int receipts = 0;
+    for (int k = 0; k < CLIENTS; k++)
+        for (int i = 0; i < MSGS; i++) {
+            tframe_t *f = tclient_wait(c[k], PULSAR__PROTO__BASE_COMMAND__TYPE__SEND_RECEIPT, 10.0);
+            if (!f)
+                break;
+            receipts++;
+            tframe_free(f);
+        }
+    CU_ASSERT_EQUAL(receipts, CLIENTS * MSGS);
+    broker_admin_counts_t n;
+    broker_admin_counts(rw.b, &n);
+    CU_ASSERT_TRUE(n.buffer_pauses > 0);
+    CU_ASSERT_TRUE(rw.max_total > 0); /* publishes waited */
+    /* every connection grown: 40 x 64 KiB; none: 40 x 16 KiB */
+    CU_ASSERT_TRUE(rw.max_total <= (size_t)CLIENTS * (16u << 10) + 8 * (48u << 10));
+    ev_check_stop(tbroker_loop(tb), &chk);
+    for (int k = 0; k < CLIENTS; k++)
+        tclient_close(c[k]);
+    tbroker_stop(tb);
+}
+
 /* n PINGs written at once; returns the PONGs that came back. */
 static int ping_burst(tclient_t *c, int n)
 {
@@ -1053,6 +1125,7 @@ static void register_suites(void)
     CU_add_test(s, "read failures retried", test_read_failure_retried);
     CU_add_test(s, "replay set key counts", test_replay_key_counts);
     CU_add_test(s, "publish buffer bound held", test_publish_buffer_bound);
+    CU_add_test(s, "no read buffer grows while publishes wait", test_publish_buffer_read_buffers);
     CU_add_test(s, "replies coalesced", test_replies_coalesced);
     CU_add_test(s, "read buffer back to its size after a burst", test_read_buffer_back_after_burst);
     CU_add_test(s, "writes in slices per loop iteration", test_write_slices);
