@@ -1,10 +1,99 @@
 /* Unit tests of common/hashmap: insert, replace, remove, growth, iteration. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/hashmap.h"
 #include "tests/unit/support/test_support.h"
+
+/* Random puts, removes and gets on both kinds of map against a plain array,
+ * over a small key space (so removed keys come back into tombstones' places):
+ * every get, the size and a final iteration agree with the array. Integer keys
+ * include 0 and UINT64_MAX (a slot keeps the key itself beside its state). */
+#define RND_KEYS 600
+static uint64_t rnd_key(int i)
+{
+    return i == 0 ? 0 : i == 1 ? UINT64_MAX : (uint64_t)i * 0x9E3779B97F4A7C15ull;
+}
+
+static void test_random_against_array(void)
+{
+    static int vals[RND_KEYS];
+    void *ref64[RND_KEYS] = {0}, *refs[RND_KEYS] = {0};
+    qmap64_t *m64 = qmap64_new();
+    qmap_t *ms = qmap_new();
+    TEST_REQUIRE(m64 && ms);
+    uint64_t x = 88172645463325252ull; /* xorshift64 */
+    size_t n64 = 0, ns = 0, bad = 0;
+    char key[32];
+    for (int op = 0; op < 200000; op++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int i = (int)(x % RND_KEYS), what = (int)((x >> 32) % 3);
+        snprintf(key, sizeof key, "key-%d", i);
+        if (what == 0) { /* put (insert or replace) */
+            bad += qmap64_put(m64, rnd_key(i), &vals[(i + op) % RND_KEYS]) != 0;
+            n64 += ref64[i] == NULL;
+            ref64[i] = &vals[(i + op) % RND_KEYS];
+            bad += qmap_put(ms, key, &vals[i]) != 0;
+            ns += refs[i] == NULL;
+            refs[i] = &vals[i];
+        } else if (what == 1) { /* remove */
+            bad += qmap64_remove(m64, rnd_key(i)) != ref64[i];
+            n64 -= ref64[i] != NULL;
+            ref64[i] = NULL;
+            bad += qmap_remove(ms, key) != refs[i];
+            ns -= refs[i] != NULL;
+            refs[i] = NULL;
+        } else {
+            bad += qmap64_get(m64, rnd_key(i)) != ref64[i];
+            bad += qmap_get(ms, key) != refs[i];
+        }
+        bad += qmap64_size(m64) != n64 || qmap_size(ms) != ns;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(n64 > 0 && ns > 0);
+    /* iteration: every live entry once, nothing else */
+    bool seen[RND_KEYS] = {false};
+    qmap_iter_t it = {0};
+    uint64_t k64;
+    void *v;
+    size_t n = 0;
+    while (qmap64_next(m64, &it, &k64, &v)) {
+        int i = -1;
+        for (int j = 0; j < RND_KEYS && i < 0; j++)
+            if (rnd_key(j) == k64)
+                i = j;
+        bad += i < 0 || seen[i] || ref64[i] != v;
+        if (i >= 0)
+            seen[i] = true;
+        n++;
+    }
+    CU_ASSERT_EQUAL(n, n64);
+    it = (qmap_iter_t){0};
+    const char *ks;
+    n = 0;
+    while (qmap_next(ms, &it, &ks, &v)) {
+        int i = atoi(ks + 4);
+        bad += strncmp(ks, "key-", 4) != 0 || refs[i] != v;
+        n++;
+    }
+    CU_ASSERT_EQUAL(n, ns);
+    CU_ASSERT_EQUAL(bad, 0);
+    /* removing the current entry while iterating empties the map */
+    it = (qmap_iter_t){0};
+    while (qmap_next(ms, &it, &ks, NULL)) {
+        snprintf(key, sizeof key, "%s", ks);
+        bad += qmap_remove(ms, key) == NULL;
+    }
+    CU_ASSERT_EQUAL(qmap_size(ms), 0);
+    CU_ASSERT_EQUAL(bad, 0);
+    qmap64_free(m64);
+    qmap_free(ms);
+}
 
 void register_hashmap_suite(void);
 
@@ -109,4 +198,5 @@ void register_hashmap_suite(void)
     CU_add_test(s, "qmap basic and growth", test_qmap_basic_and_growth);
     CU_add_test(s, "qmap64 churn", test_qmap64_churn);
     CU_add_test(s, "qmap64 slot: in place, created on demand", test_qmap64_slot);
+    CU_add_test(s, "random operations against an array, both kinds", test_random_against_array);
 }
