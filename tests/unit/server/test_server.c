@@ -464,6 +464,47 @@ static void pbuf_check(struct ev_loop *loop, ev_check *w, int revents)
         pw->max_seen = n.pending_publish_bytes;
 }
 
+/* clients producer connections (producer 1 on <prefix>-k each) send msgs
+ * messages of size bytes without waiting, message by message across the
+ * connections (interleaved) or connection by connection; then every receipt
+ * is awaited, in order. Returns the receipts; the connections are closed. */
+static int publish_burst(tbroker_t *tb, const char *prefix, int clients, int msgs, size_t size,
+                         bool interleaved)
+{
+    char *payload = malloc(size + 1);
+    tclient_t **c = calloc((size_t)clients, sizeof *c);
+    TEST_REQUIRE(payload != NULL && c != NULL);
+    memset(payload, 'p', size);
+    payload[size] = '\0';
+    for (int k = 0; k < clients; k++) {
+        c[k] = tclient_connect(tb, "test");
+        TEST_REQUIRE(c[k] != NULL);
+        char topic[96];
+        snprintf(topic, sizeof topic, "persistent://public/default/%s-%d", prefix, k);
+        TEST_REQUIRE(tclient_create_producer(c[k], topic, 1) == 0);
+    }
+    for (int a = 0; a < (interleaved ? msgs : clients); a++)
+        for (int b = 0; b < (interleaved ? clients : msgs); b++) {
+            int k = interleaved ? b : a, i = interleaved ? a : b;
+            CU_ASSERT_EQUAL(tclient_send_message(c[k], 1, (uint64_t)i, "k", payload, 1), 0);
+        }
+    int receipts = 0;
+    for (int k = 0; k < clients; k++)
+        for (int i = 0; i < msgs; i++) {
+            tframe_t *f = tclient_wait(c[k], PULSAR__PROTO__BASE_COMMAND__TYPE__SEND_RECEIPT, 10.0);
+            if (!f)
+                break;
+            CU_ASSERT_EQUAL(f->cmd->send_receipt->sequence_id, (uint64_t)i);
+            receipts++;
+            tframe_free(f);
+        }
+    for (int k = 0; k < clients; k++)
+        tclient_close(c[k]);
+    free(c);
+    free(payload);
+    return receipts;
+}
+
 static void test_publish_buffer_bound(void)
 {
     const char *const settings[][2] = {{"maxMessagePublishBufferSizeInMB", "1"}};
@@ -475,31 +516,7 @@ static void test_publish_buffer_bound(void)
     chk.data = &pw;
     ev_check_start(tbroker_loop(tb), &chk);
     enum { CLIENTS = 4, MSGS = 40, SIZE = 60000 };
-    char *payload = malloc(SIZE + 1);
-    TEST_REQUIRE(payload != NULL);
-    memset(payload, 'p', SIZE);
-    payload[SIZE] = '\0';
-    tclient_t *c[CLIENTS];
-    for (int k = 0; k < CLIENTS; k++) {
-        c[k] = tclient_connect(tb, "test");
-        TEST_REQUIRE(c[k] != NULL);
-        char topic[96];
-        snprintf(topic, sizeof topic, "persistent://public/default/pbuf-%d", k);
-        TEST_REQUIRE(tclient_create_producer(c[k], topic, 1) == 0);
-    }
-    for (int i = 0; i < MSGS; i++)
-        for (int k = 0; k < CLIENTS; k++)
-            CU_ASSERT_EQUAL(tclient_send_message(c[k], 1, (uint64_t)i, "k", payload, 1), 0);
-    int receipts = 0;
-    for (int k = 0; k < CLIENTS; k++)
-        for (int i = 0; i < MSGS; i++) {
-            tframe_t *f = tclient_wait(c[k], PULSAR__PROTO__BASE_COMMAND__TYPE__SEND_RECEIPT, 10.0);
-            if (!f)
-                break;
-            CU_ASSERT_EQUAL(f->cmd->send_receipt->sequence_id, (uint64_t)i);
-            receipts++;
-            tframe_free(f);
-        }
+    int receipts = publish_burst(tb, "pbuf", CLIENTS, MSGS, SIZE, true);
     CU_ASSERT_EQUAL(receipts, CLIENTS * MSGS);
     broker_admin_counts_t n;
     broker_admin_counts(pw.b, &n);
@@ -509,9 +526,6 @@ static void test_publish_buffer_bound(void)
     CU_ASSERT_TRUE(pw.max_seen > (1u << 20) / 2); /* the bound was in play */
     CU_ASSERT_TRUE(pw.max_seen <= (1u << 20) + 64 * 1024);
     ev_check_stop(tbroker_loop(tb), &chk);
-    for (int k = 0; k < CLIENTS; k++)
-        tclient_close(c[k]);
-    free(payload);
     tbroker_stop(tb);
 }
 
@@ -551,29 +565,7 @@ static void test_publish_buffer_read_buffers(void)
     chk.data = &rw;
     ev_check_start(tbroker_loop(tb), &chk);
     enum { CLIENTS = 40, MSGS = 100, SIZE = 2000 };
-    char payload[SIZE + 1];
-    memset(payload, 'r', SIZE);
-    payload[SIZE] = '\0';
-    tclient_t *c[CLIENTS];
-    for (int k = 0; k < CLIENTS; k++) {
-        c[k] = tclient_connect(tb, "test");
-        TEST_REQUIRE(c[k] != NULL);
-        char topic[96];
-        snprintf(topic, sizeof topic, "persistent://public/default/rbuf-%d", k);
-        TEST_REQUIRE(tclient_create_producer(c[k], topic, 1) == 0);
-    }
-    for (int k = 0; k < CLIENTS; k++)
-        for (int i = 0; i < MSGS; i++)
-            CU_ASSERT_EQUAL(tclient_send_message(c[k], 1, (uint64_t)i, "k", payload, 1), 0);
-    int receipts = 0;
-    for (int k = 0; k < CLIENTS; k++)
-        for (int i = 0; i < MSGS; i++) {
-            tframe_t *f = tclient_wait(c[k], PULSAR__PROTO__BASE_COMMAND__TYPE__SEND_RECEIPT, 10.0);
-            if (!f)
-                break;
-            receipts++;
-            tframe_free(f);
-        }
+    int receipts = publish_burst(tb, "rbuf", CLIENTS, MSGS, SIZE, false);
     CU_ASSERT_EQUAL(receipts, CLIENTS * MSGS);
     broker_admin_counts_t n;
     broker_admin_counts(rw.b, &n);
@@ -582,8 +574,6 @@ static void test_publish_buffer_read_buffers(void)
     /* every connection grown: 40 x 64 KiB; none: 40 x 16 KiB */
     CU_ASSERT_TRUE(rw.max_total <= (size_t)CLIENTS * (16u << 10) + 8 * (48u << 10));
     ev_check_stop(tbroker_loop(tb), &chk);
-    for (int k = 0; k < CLIENTS; k++)
-        tclient_close(c[k]);
     tbroker_stop(tb);
 }
 
