@@ -441,39 +441,52 @@ static uintptr_t key_count(const subscription_t *s, uint32_t hash)
     return (uintptr_t)qmap64_get(s->replay_hashes, hash);
 }
 
-/* The replay set keeps each position's key hash, so the per-key counts that
- * hold newer Key_Shared entries back go down with every way out of the set
- * and a position added twice is counted once (they used to drift upwards). */
-/* maxMessagePublishBufferSizeInMB over four producer connections sending
- * 60 KB messages without waiting: the bytes in flight never pass the bound by
- * more than one message (connections over it are not read; waiting ones resume
- * oldest first as room opens), and every message is acknowledged. */
-typedef struct pbuf_watch {
+/* What a burst against a 1-MiB publish buffer bound did, watched after every
+ * loop iteration: the most bytes pending, and the most bytes of read buffers
+ * all connections held while some waited for room. */
+typedef struct burst_watch {
     broker_t *b;
-    uint64_t max_seen;
-} pbuf_watch_t;
+    uint64_t max_pending;
+    size_t max_rbufs;
+    int receipts;
+    broker_admin_counts_t end; /* the broker's counts once every receipt came */
+} burst_watch_t;
 
-static void pbuf_check(struct ev_loop *loop, ev_check *w, int revents)
+static void burst_check(struct ev_loop *loop, ev_check *w, int revents)
 {
     (void)loop;
     (void)revents;
-    pbuf_watch_t *pw = w->data;
+    burst_watch_t *bw = w->data;
     broker_admin_counts_t n;
-    broker_admin_counts(pw->b, &n);
-    if (n.pending_publish_bytes > pw->max_seen)
-        pw->max_seen = n.pending_publish_bytes;
+    broker_admin_counts(bw->b, &n);
+    if (n.pending_publish_bytes > bw->max_pending)
+        bw->max_pending = n.pending_publish_bytes;
+    if (!bw->b->buffer_paused)
+        return;
+    size_t total = 0;
+    for (conn_t *c = bw->b->conns; c; c = c->next)
+        total += c->rcap;
+    if (total > bw->max_rbufs)
+        bw->max_rbufs = total;
 }
 
 /* clients producer connections (producer 1 on <prefix>-k each) send msgs
  * messages of size bytes without waiting, message by message across the
- * connections (interleaved) or connection by connection; then every receipt
- * is awaited, in order. Returns the receipts; the connections are closed. */
-static int publish_burst(tbroker_t *tb, const char *prefix, int clients, int msgs, size_t size,
-                         bool interleaved)
+ * connections (interleaved) or connection by connection, to a broker whose
+ * publish buffer holds 1 MiB; then every receipt is awaited, in order. */
+static burst_watch_t bound_burst(const char *prefix, int clients, int msgs, size_t size,
+                                 bool interleaved)
 {
+    const char *const settings[][2] = {{"maxMessagePublishBufferSizeInMB", "1"}};
+    tbroker_t *tb = tbroker_start_with(settings, 1);
     char *payload = malloc(size + 1);
     tclient_t **c = calloc((size_t)clients, sizeof *c);
-    TEST_REQUIRE(payload != NULL && c != NULL);
+    TEST_REQUIRE(tb != NULL && payload != NULL && c != NULL);
+    burst_watch_t bw = {.b = tbroker_broker(tb)};
+    ev_check chk;
+    ev_check_init(&chk, burst_check);
+    chk.data = &bw;
+    ev_check_start(tbroker_loop(tb), &chk);
     memset(payload, 'p', size);
     payload[size] = '\0';
     for (int k = 0; k < clients; k++) {
@@ -488,45 +501,40 @@ static int publish_burst(tbroker_t *tb, const char *prefix, int clients, int msg
             int k = interleaved ? b : a, i = interleaved ? a : b;
             CU_ASSERT_EQUAL(tclient_send_message(c[k], 1, (uint64_t)i, "k", payload, 1), 0);
         }
-    int receipts = 0;
     for (int k = 0; k < clients; k++)
         for (int i = 0; i < msgs; i++) {
             tframe_t *f = tclient_wait(c[k], PULSAR__PROTO__BASE_COMMAND__TYPE__SEND_RECEIPT, 10.0);
             if (!f)
                 break;
             CU_ASSERT_EQUAL(f->cmd->send_receipt->sequence_id, (uint64_t)i);
-            receipts++;
+            bw.receipts++;
             tframe_free(f);
         }
+    broker_admin_counts(bw.b, &bw.end);
+    ev_check_stop(tbroker_loop(tb), &chk);
     for (int k = 0; k < clients; k++)
         tclient_close(c[k]);
     free(c);
     free(payload);
-    return receipts;
+    tbroker_stop(tb);
+    bw.b = NULL;
+    return bw;
 }
 
+/* maxMessagePublishBufferSizeInMB over four producer connections sending
+ * 60 KB messages without waiting: the bytes in flight never pass the bound by
+ * more than one message (connections over it are not read; waiting ones resume
+ * oldest first as room opens), and every message is acknowledged. */
 static void test_publish_buffer_bound(void)
 {
-    const char *const settings[][2] = {{"maxMessagePublishBufferSizeInMB", "1"}};
-    tbroker_t *tb = tbroker_start_with(settings, 1);
-    TEST_REQUIRE(tb != NULL);
-    pbuf_watch_t pw = {.b = tbroker_broker(tb)};
-    ev_check chk;
-    ev_check_init(&chk, pbuf_check);
-    chk.data = &pw;
-    ev_check_start(tbroker_loop(tb), &chk);
     enum { CLIENTS = 4, MSGS = 40, SIZE = 60000 };
-    int receipts = publish_burst(tb, "pbuf", CLIENTS, MSGS, SIZE, true);
-    CU_ASSERT_EQUAL(receipts, CLIENTS * MSGS);
-    broker_admin_counts_t n;
-    broker_admin_counts(pw.b, &n);
-    CU_ASSERT_EQUAL(n.pending_publish_bytes, 0);
-    CU_ASSERT_EQUAL(n.buffer_paused, 0);
-    CU_ASSERT_TRUE(n.buffer_pauses > 0);
-    CU_ASSERT_TRUE(pw.max_seen > (1u << 20) / 2); /* the bound was in play */
-    CU_ASSERT_TRUE(pw.max_seen <= (1u << 20) + 64 * 1024);
-    ev_check_stop(tbroker_loop(tb), &chk);
-    tbroker_stop(tb);
+    burst_watch_t bw = bound_burst("pbuf", CLIENTS, MSGS, SIZE, true);
+    CU_ASSERT_EQUAL(bw.receipts, CLIENTS * MSGS);
+    CU_ASSERT_EQUAL(bw.end.pending_publish_bytes, 0);
+    CU_ASSERT_EQUAL(bw.end.buffer_paused, 0);
+    CU_ASSERT_TRUE(bw.end.buffer_pauses > 0);
+    CU_ASSERT_TRUE(bw.max_pending > (1u << 20) / 2); /* the bound was in play */
+    CU_ASSERT_TRUE(bw.max_pending <= (1u << 20) + 64 * 1024);
 }
 
 /* Under the publish buffer bound, many producer connections: one that waits
@@ -535,46 +543,15 @@ static void test_publish_buffer_bound(void)
  * scenario (e) of the benchmark a thousand producers each held a grown buffer,
  * 45 MB beyond the bound. Forty connections of 200 KB each against a 1-MB
  * bound: only those read before the bound was reached may hold a grown one. */
-typedef struct rbuf_watch {
-    broker_t *b;
-    size_t max_total; /* the read buffers of all connections, while any waits */
-} rbuf_watch_t;
-
-static void rbuf_check(struct ev_loop *loop, ev_check *w, int revents)
-{
-    (void)loop;
-    (void)revents;
-    rbuf_watch_t *rw = w->data;
-    if (!rw->b->buffer_paused)
-        return;
-    size_t total = 0;
-    for (conn_t *c = rw->b->conns; c; c = c->next)
-        total += c->rcap;
-    if (total > rw->max_total)
-        rw->max_total = total;
-}
-
 static void test_publish_buffer_read_buffers(void)
 {
-    const char *const settings[][2] = {{"maxMessagePublishBufferSizeInMB", "1"}};
-    tbroker_t *tb = tbroker_start_with(settings, 1);
-    TEST_REQUIRE(tb != NULL);
-    rbuf_watch_t rw = {.b = tbroker_broker(tb)};
-    ev_check chk;
-    ev_check_init(&chk, rbuf_check);
-    chk.data = &rw;
-    ev_check_start(tbroker_loop(tb), &chk);
     enum { CLIENTS = 40, MSGS = 100, SIZE = 2000 };
-    int receipts = publish_burst(tb, "rbuf", CLIENTS, MSGS, SIZE, false);
-    CU_ASSERT_EQUAL(receipts, CLIENTS * MSGS);
-    broker_admin_counts_t n;
-    broker_admin_counts(rw.b, &n);
-    CU_ASSERT_TRUE(n.buffer_pauses > 0);
-    CU_ASSERT_TRUE(rw.max_total > 0); /* publishes waited */
+    burst_watch_t bw = bound_burst("rbuf", CLIENTS, MSGS, SIZE, false);
+    CU_ASSERT_EQUAL(bw.receipts, CLIENTS * MSGS);
+    CU_ASSERT_TRUE(bw.end.buffer_pauses > 0);
+    CU_ASSERT_TRUE(bw.max_rbufs > 0); /* publishes waited */
     /* every connection grown: 40 x 64 KiB; none: 40 x 16 KiB */
-    CU_ASSERT_TRUE(rw.max_total <= (size_t)CLIENTS * (16u << 10) + 8 * (48u << 10));
-    ev_check_stop(tbroker_loop(tb), &chk);
-    tbroker_stop(tb);
+    CU_ASSERT_TRUE(bw.max_rbufs <= (size_t)CLIENTS * (16u << 10) + 8 * (48u << 10));
 }
 
 /* n PINGs written at once; returns the PONGs that came back. */
@@ -859,6 +836,9 @@ static void test_key_shared_ring_owner(void)
     free(s.ring);
 }
 
+/* The replay set keeps each position's key hash, so the per-key counts that
+ * hold newer Key_Shared entries back go down with every way out of the set
+ * and a position added twice is counted once (they used to drift upwards). */
 static void test_replay_key_counts(void)
 {
     subscription_t s = {0};
