@@ -682,6 +682,13 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "# HELP quire_bookie_reads_yielded_seconds_total Their time waiting.\n"
             "# TYPE quire_bookie_reads_yielded_seconds_total counter\n"
             "quire_bookie_reads_yielded_seconds_total %.6f\n"
+            "# HELP quire_bookie_disk_read_entries_total Entries the bookie read from disk.\n"
+            "# TYPE quire_bookie_disk_read_entries_total counter\n"
+            "quire_bookie_disk_read_entries_total %llu\n"
+            "# HELP quire_bookie_disk_reads_total Reads it issued for them (large records that "
+            "follow one another in a log: one read).\n"
+            "# TYPE quire_bookie_disk_reads_total counter\n"
+            "quire_bookie_disk_reads_total %llu\n"
             "# HELP quire_bookie_write_cache_bytes Entries in the bookie's write caches (active "
             "and being flushed), as counted against their bound.\n"
             "# TYPE quire_bookie_write_cache_bytes gauge\n"
@@ -709,7 +716,8 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "quire_bookie_gc_logs_freeing %llu\n",
             (unsigned long long)st.adds_waiting, (unsigned long long)st.adds_waited,
             (unsigned long long)st.reads_waited, (unsigned long long)st.reads_yielded,
-            (double)st.reads_yielded_us / 1e6, (unsigned long long)st.write_cache_bytes,
+            (double)st.reads_yielded_us / 1e6, (unsigned long long)st.disk_read_entries,
+            (unsigned long long)st.disk_read_ops, (unsigned long long)st.write_cache_bytes,
             (unsigned long long)st.read_cache_bytes, (unsigned long long)st.reads_inflight_bytes,
             (unsigned long long)st.gc_passes, (unsigned long long)st.gc_logs_removed,
             (unsigned long long)st.gc_logs_compacted, (unsigned long long)st.gc_compacted_bytes,

@@ -23,7 +23,10 @@
  * Disk reads given to the reader threads and not yet delivered on the loop
  * hold at most read_bytes_inflight_max bytes (one read whatever its size) and
  * fit the executor's queue; further ones wait in order (read_wait_*), holding
- * no data, and are given to the readers as deliveries make room.
+ * no data, and are given to the readers as deliveries make room. Large disk
+ * reads asked for in one loop iteration are handed over when the loop is about
+ * to wait, a ledger's next entries joined into runs (read_form_cb) that a
+ * reader reads with one read where their records follow one another.
  */
 #include <assert.h>
 #include <errno.h>
@@ -617,42 +620,64 @@ typedef struct read_loc {
 } read_loc_t;
 
 typedef struct read_job {
-    struct read_job *next; /* waiting for room (read_wait_*) */
+    struct read_job *next;  /* waiting for room (read_wait_*), or forming (read_form_*) */
+    struct read_job *chain; /* the next entry of a run read together (read_form_cb) */
     bookie_t *bk;
     int64_t ledger_id, entry_id;
     entry_log_t *log; /* one reader reference */
     read_loc_t loc;
-    uint32_t counted; /* bytes counted in read_bytes_inflight (loc.length at submit) */
+    uint32_t counted; /* bytes counted in read_bytes_inflight (loc.length at submit;
+                       * a run's first: the whole run's) */
+    uint32_t ops;     /* reads issued (a run's first: for the whole run) */
     qbuf_t *out;
     int rc;
     bookie_read_cb cb;
     void *arg;
 } read_job_t;
 
+/* Reader thread: locates each entry of the run j heads (its idx record, unless
+ * the location is known), then reads them all (entry_log_read_run: records
+ * that follow one another in the log with one read). */
 static void bookie_read_work(void *p)
 {
-    read_job_t *j = p;
-    uint64_t offset = j->loc.offset;
-    uint32_t length = j->loc.length;
-    j->rc = j->loc.pos == READ_POS_NONE
-                ? 0
-                : entry_log_locate(j->log, j->loc.pos, j->ledger_id, j->entry_id, &offset, &length);
-    if (j->rc == 0 && j->loc.pos != READ_POS_NONE && length > j->loc.length) {
-        /* Every entry indexed raised its ledger's largest length: an idx record
-         * saying more does not describe what was indexed (nor is it read). */
-        log_error("bookie",
-                  "entry %" PRId64 ":%" PRId64 ": idx record of %" PRIu32 " bytes, above"
-                  " the %" PRIu32 " of the ledger's largest entry",
-                  j->ledger_id, j->entry_id, length, j->loc.length);
-        j->rc = QE_CORRUPT;
+    read_job_t *head = p;
+    elog_read_t recs[BOOKIE_READ_RUN_MAX];
+    read_job_t *jobs[BOOKIE_READ_RUN_MAX];
+    size_t n = 0;
+    for (read_job_t *j = head; j; j = j->chain) {
+        uint64_t offset = j->loc.offset;
+        uint32_t length = j->loc.length;
+        j->rc = j->loc.pos == READ_POS_NONE ? 0
+                                            : entry_log_locate(j->log, j->loc.pos, j->ledger_id,
+                                                               j->entry_id, &offset, &length);
+        if (j->rc == 0 && j->loc.pos != READ_POS_NONE && length > j->loc.length) {
+            /* Every entry indexed raised its ledger's largest length: an idx record
+             * saying more does not describe what was indexed (nor is it read). */
+            log_error("bookie",
+                      "entry %" PRId64 ":%" PRId64 ": idx record of %" PRIu32 " bytes, above"
+                      " the %" PRIu32 " of the ledger's largest entry",
+                      j->ledger_id, j->entry_id, length, j->loc.length);
+            j->rc = QE_CORRUPT;
+        }
+        if (j->rc == 0) {
+            assert(n < BOOKIE_READ_RUN_MAX);
+            recs[n] = (elog_read_t){.offset = offset,
+                                    .length = length,
+                                    .ledger_id = j->ledger_id,
+                                    .entry_id = j->entry_id};
+            jobs[n++] = j;
+        }
     }
-    if (j->rc == 0)
-        j->rc = entry_log_read(j->log, offset, length, j->ledger_id, j->entry_id, &j->out);
+    head->ops = (uint32_t)entry_log_read_run(head->log, recs, n);
+    for (size_t i = 0; i < n; i++) {
+        jobs[i]->rc = recs[i].rc;
+        jobs[i]->out = recs[i].out;
+    }
 }
 
 static void bookie_read_done(void *p);
 
-/* Gives j to the reader threads (loop thread). */
+/* Gives the run j heads to the reader threads (loop thread). */
 static int read_submit(bookie_t *bk, read_job_t *j)
 {
     if (qexec_submit(bk->readers, bookie_read_work, bookie_read_done, j) != 0)
@@ -667,15 +692,20 @@ static bool read_room(const bookie_t *bk, const read_job_t *j)
            bk->read_bytes_inflight + j->counted <= bk->cfg.read_bytes_inflight_max;
 }
 
-/* Fails a read that never reached the readers (lock not held). */
+/* Fails every read of the run j heads, none of which reached the readers
+ * (lock not held). */
 static void read_fail(bookie_t *bk, read_job_t *j, int rc)
 {
-    pthread_mutex_lock(&bk->lock);
-    entry_log_unref(j->log);
-    pthread_mutex_unlock(&bk->lock);
-    bk->reads_pending--;
-    j->cb(rc, j->ledger_id, j->entry_id, NULL, -1, j->arg);
-    free(j);
+    while (j) {
+        read_job_t *next = j->chain;
+        pthread_mutex_lock(&bk->lock);
+        entry_log_unref(j->log);
+        pthread_mutex_unlock(&bk->lock);
+        bk->reads_pending--;
+        j->cb(rc, j->ledger_id, j->entry_id, NULL, -1, j->arg);
+        free(j);
+        j = next;
+    }
 }
 
 /* Gives waiting reads to the readers while there is room (loop thread). A
@@ -696,7 +726,7 @@ static void read_wait_pump(bookie_t *bk)
     }
 }
 
-/* At close, after the readers stopped: reads still waiting fail. */
+/* At close, after the readers stopped: reads still waiting or forming fail. */
 static void read_wait_fail_all(bookie_t *bk)
 {
     while (bk->read_wait_head) {
@@ -705,13 +735,17 @@ static void read_wait_fail_all(bookie_t *bk)
         read_fail(bk, j, QE_SHUTDOWN);
     }
     bk->read_wait_tail = NULL;
+    while (bk->read_form_head) {
+        read_job_t *j = bk->read_form_head;
+        bk->read_form_head = j->next;
+        read_fail(bk, j, QE_SHUTDOWN);
+    }
+    bk->read_form_tail = NULL;
 }
 
-static void bookie_read_done(void *p)
+/* Delivers one read of a run (loop thread). */
+static void read_deliver(bookie_t *bk, read_job_t *j)
 {
-    read_job_t *j = p;
-    bookie_t *bk = j->bk;
-    bk->read_bytes_inflight -= j->counted;
     pthread_mutex_lock(&bk->lock);
     const ledger_t *l = ledger_find(&bk->ledgers, j->ledger_id);
     int64_t lac = l ? l->lac : -1;
@@ -732,9 +766,23 @@ static void bookie_read_done(void *p)
     if (current)
         read_cache_put(&bk->rcache, j->ledger_id, j->entry_id, j->out);
     bk->reads_pending--;
+    bk->stats.disk_read_entries++;
     j->cb(j->rc, j->ledger_id, j->entry_id, j->rc == 0 ? j->out : NULL, lac, j->arg);
     qbuf_unref(j->out);
     free(j);
+}
+
+static void bookie_read_done(void *p)
+{
+    read_job_t *j = p;
+    bookie_t *bk = j->bk;
+    bk->read_bytes_inflight -= j->counted;
+    bk->stats.disk_read_ops += j->ops;
+    while (j) {
+        read_job_t *next = j->chain;
+        read_deliver(bk, j);
+        j = next;
+    }
     read_wait_pump(bk);
 }
 
@@ -769,6 +817,84 @@ static qbuf_t *bookie_read_lookup(bookie_t *bk, const ledger_t *l, int64_t entry
     return NULL;
 }
 
+/* Gives the run j heads to the readers, or queues it behind the reads waiting
+ * for room. QE_BUSY: the executor's queue is full and nothing in flight would
+ * make room (j untouched). */
+static int read_enqueue(bookie_t *bk, read_job_t *j)
+{
+    bool wait = bk->read_wait_head || !read_room(bk, j); /* in order, behind those waiting */
+    if (!wait && read_submit(bk, j) != 0) {
+        if (bk->read_bytes_inflight == 0) /* nothing in flight would pump it later */
+            return QE_BUSY;
+        wait = true; /* the executor's queue is full: deliveries make room */
+    }
+    if (wait) {
+        if (bk->read_wait_tail)
+            bk->read_wait_tail->next = j;
+        else
+            bk->read_wait_head = j;
+        bk->read_wait_tail = j;
+        bk->stats.reads_waited++;
+    }
+    return 0;
+}
+
+/* Whether j can be read with the run that head starts and tail ends: the next
+ * entry of the same ledger in the same log, both large, the run within
+ * BOOKIE_READ_RUN_BYTES, read_bytes_inflight_max and BOOKIE_READ_RUN_MAX
+ * reads. Whether the records really follow one another is known on the reader
+ * (entry_log_read_run). */
+static bool read_joins(const bookie_t *bk, const read_job_t *head, const read_job_t *tail, size_t n,
+                       const read_job_t *j)
+{
+    uint64_t run = (uint64_t)head->counted + j->counted;
+    return n < BOOKIE_READ_RUN_MAX && j->ledger_id == tail->ledger_id &&
+           j->entry_id == tail->entry_id + 1 && j->loc.log_id == tail->loc.log_id &&
+           j->loc.length >= ELOG_DIO_READ_MIN && tail->loc.length >= ELOG_DIO_READ_MIN &&
+           run <= BOOKIE_READ_RUN_BYTES && run <= bk->cfg.read_bytes_inflight_max;
+}
+
+/* The loop is about to wait: the large disk reads asked for during this
+ * iteration (read_form_*) go to the readers, the next entries of a ledger
+ * joined into runs read together, unless the journal wrote a small group
+ * within BOOKIE_READ_RUN_QUIET_US. Later reads of this iteration (another
+ * prepare watcher's) go at once (read_form_closed). */
+static void read_form_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    bookie_t *bk = w->data;
+    bool runs = bk->read_form_head && !io_gate_writes_recent(&bk->gate, BOOKIE_READ_RUN_QUIET_US);
+    while (bk->read_form_head) {
+        read_job_t *head = bk->read_form_head, *tail = head;
+        size_t n = 1;
+        bk->read_form_head = head->next;
+        head->next = NULL;
+        while (runs && bk->read_form_head && read_joins(bk, head, tail, n, bk->read_form_head)) {
+            read_job_t *j = bk->read_form_head;
+            bk->read_form_head = j->next;
+            j->next = NULL;
+            head->counted += j->counted;
+            tail->chain = j;
+            tail = j;
+            n++;
+        }
+        if (!bk->read_form_head)
+            bk->read_form_tail = NULL;
+        if (bk->readers_stopping || read_enqueue(bk, head) != 0)
+            read_fail(bk, head, bk->readers_stopping ? QE_SHUTDOWN : QE_BUSY);
+    }
+    bk->read_form_closed = true;
+}
+
+static void read_form_reopen_cb(struct ev_loop *loop, ev_check *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    bookie_t *bk = w->data;
+    bk->read_form_closed = false;
+}
+
 static int bookie_read_disk(bookie_t *bk, const read_loc_t *loc, int64_t ledger_id,
                             int64_t entry_id, bookie_read_cb cb, void *arg)
 {
@@ -785,22 +911,18 @@ static int bookie_read_disk(bookie_t *bk, const read_loc_t *loc, int64_t ledger_
                       .arg = arg};
     assert(j->log != NULL);
     j->log->refs++;
-    bool wait = bk->read_wait_head || !read_room(bk, j); /* in order, behind those waiting */
-    if (!wait && read_submit(bk, j) != 0) {
-        if (bk->read_bytes_inflight == 0) { /* nothing in flight would pump it later */
-            entry_log_unref(j->log);
-            free(j);
-            return QE_BUSY;
-        }
-        wait = true; /* the executor's queue is full: deliveries make room */
-    }
-    if (wait) {
-        if (bk->read_wait_tail)
-            bk->read_wait_tail->next = j;
+    if (loc->length >= ELOG_DIO_READ_MIN && !bk->read_form_closed) {
+        /* given to the readers when the loop is about to wait, maybe with the
+         * next entries (read_form_cb) */
+        if (bk->read_form_tail)
+            bk->read_form_tail->next = j;
         else
-            bk->read_wait_head = j;
-        bk->read_wait_tail = j;
-        bk->stats.reads_waited++;
+            bk->read_form_head = j;
+        bk->read_form_tail = j;
+    } else if (read_enqueue(bk, j) != 0) {
+        entry_log_unref(j->log);
+        free(j);
+        return QE_BUSY;
     }
     bk->reads_pending++;
     return 0;
@@ -1158,6 +1280,14 @@ static void bookie_start_timers(bookie_t *bk)
     bk->gc_timer.data = bk;
     ev_timer_start(bk->loop, &bk->gc_timer);
     ev_unref(bk->loop);
+    ev_prepare_init(&bk->read_prepare, read_form_cb);
+    bk->read_prepare.data = bk;
+    ev_prepare_start(bk->loop, &bk->read_prepare);
+    ev_unref(bk->loop);
+    ev_check_init(&bk->read_check, read_form_reopen_cb);
+    bk->read_check.data = bk;
+    ev_check_start(bk->loop, &bk->read_check);
+    ev_unref(bk->loop);
 }
 
 static void bookie_free(bookie_t *bk)
@@ -1191,6 +1321,10 @@ static void bookie_stop_threads(bookie_t *bk)
         ev_timer_stop(bk->loop, &bk->flush_timer);
         ev_ref(bk->loop);
         ev_timer_stop(bk->loop, &bk->gc_timer);
+        ev_ref(bk->loop);
+        ev_prepare_stop(bk->loop, &bk->read_prepare);
+        ev_ref(bk->loop);
+        ev_check_stop(bk->loop, &bk->read_check);
     }
     journal_stop(bk->journal);
     flusher_stop(bk);

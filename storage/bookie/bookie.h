@@ -175,6 +175,9 @@ typedef struct bookie_stats {
     uint64_t write_cache_bytes;    /* both write caches, as counted against their bound */
     uint64_t read_cache_bytes;     /* the read cache, as counted against its bound */
     uint64_t reads_inflight_bytes; /* disk reads given to the reader threads */
+    uint64_t disk_read_entries;    /* entries the reader threads read from disk */
+    uint64_t disk_read_ops;        /* reads they issued for them (a run of large
+                                    * records that follow one another: one) */
 } bookie_stats_t;
 /* Loop thread (the caches' sizes are the loop's). */
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);

@@ -49,6 +49,16 @@
  * 620-664 MB/s against 424-493; 8 gave 660-776 MB/s but the live producer's
  * p99 rose to 10-12 ms from 7-7.5: docs/performance.md, session 18). */
 #define BOOKIE_READER_THREADS 4
+/* Large disk reads of a ledger's next entries asked for in one loop iteration
+ * go to a reader together, at most this many and this many bytes (counted as
+ * at submit), and are read with one read where their records follow one
+ * another (entry_log_read_run, docs/bookie.md "Reads"). */
+#define BOOKIE_READ_RUN_MAX 64
+#define BOOKIE_READ_RUN_BYTES ELOG_RUN_BYTES_MAX
+/* ... but not while the journal writes small groups (within the last 10 ms,
+ * io_gate_writes_recent): a read of 1 MiB ahead of a group's write delays its
+ * acknowledgement more than one of a single entry. */
+#define BOOKIE_READ_RUN_QUIET_US 10000
 #define BOOKIE_GC_WAITERS_MAX 64
 #define BOOKIE_RING_HEADROOM 1024 /* ring slots beyond pending_adds_max for fence/delete */
 #define BOOKIE_CHECKPOINT_FILE "checkpoint"
@@ -97,6 +107,13 @@ struct bookie {
      * loop, and the reads waiting for room, oldest first (bookie.c) */
     uint64_t read_bytes_inflight;
     struct read_job *read_wait_head, *read_wait_tail;
+    /* large disk reads asked for in this loop iteration, given to the readers
+     * by read_prepare before the loop waits; closed from then until it wakes
+     * (read_check): later ones go at once */
+    struct read_job *read_form_head, *read_form_tail;
+    bool read_form_closed;
+    ev_prepare read_prepare;
+    ev_check read_check;
     bool readers_stopping;
     ev_timer flush_timer, gc_timer;
     bool gc_running;

@@ -576,16 +576,13 @@ static uint8_t *bounce_get(size_t need, uint32_t align)
     return b->buf;
 }
 
-/* The record at offset with O_DIRECT: the aligned blocks around it read into
- * the thread's bounce buffer; h receives the header, b->data the payload (its
- * copy and the record's checksum, header with crc 0 then payload, in one pass:
- * *crc). 0, QE_CORRUPT (short file), -EINVAL (refused: read it buffered) or
- * -errno. */
-static int elog_read_dio(const entry_log_t *log, uint64_t offset, uint32_t length, uint8_t *h,
-                         qbuf_t *b, uint32_t *crc)
+/* The aligned blocks [start, start + span) of log with O_DIRECT into the
+ * thread's bounce buffer (*bufp), at least need bytes of them. 0, QE_CORRUPT
+ * (the file ends before need), -EINVAL (refused: read buffered) or -errno. */
+static int dio_read_blocks(const entry_log_t *log, uint64_t start, uint64_t span, uint64_t need,
+                           uint8_t **bufp)
 {
-    uint64_t a = log->dio_align, start = offset / a * a;
-    uint64_t end = offset + ELOG_HEADER_BYTES + length, span = (end - start + a - 1) / a * a;
+    uint64_t a = log->dio_align;
     uint8_t *buf = bounce_get((size_t)span, log->dio_align);
     if (!buf)
         return -ENOMEM;
@@ -593,7 +590,7 @@ static int elog_read_dio(const entry_log_t *log, uint64_t offset, uint32_t lengt
         io_gate_read_begin(log->gate);
     size_t got = 0;
     int rc = 0;
-    while (got < end - start) {
+    while (got < need) {
         ssize_t n = pread(log->dio_fd, buf + got, (size_t)span - got, (off_t)(start + got));
         if (n < 0 && errno == EINTR)
             continue;
@@ -609,23 +606,81 @@ static int elog_read_dio(const entry_log_t *log, uint64_t offset, uint32_t lengt
     }
     if (log->gate)
         io_gate_read_end(log->gate);
-    if (rc)
-        return rc;
-    if (got < end - start)
-        return QE_CORRUPT;
-    memcpy(h, buf + (offset - start), ELOG_HEADER_BYTES);
-    uint8_t h0[ELOG_HEADER_BYTES];
-    memcpy(h0, h, sizeof h0);
-    put_le32(h0 + 8, 0);
-    *crc = crc32c_copy(crc32c(0, h0, sizeof h0), b->data,
-                       buf + (offset - start) + ELOG_HEADER_BYTES, length);
+    if (rc == 0 && got < need)
+        rc = QE_CORRUPT;
+    *bufp = buf;
+    return rc;
+}
+
+/* After a read of span bytes: a bounce buffer grown beyond DIO_KEEP_BYTES
+ * goes. */
+static void dio_shrink(uint64_t span)
+{
     if (span > DIO_KEEP_BYTES) {
         dio_bounce_t *bb = pthread_getspecific(bounce_key);
         free(bb->buf);
         bb->buf = NULL;
         bb->cap = 0;
     }
-    return 0;
+}
+
+/* One record from a read buffer: h receives its header, b->data its payload
+ * (copied while the record's checksum, header with crc 0 then payload, is
+ * computed: the return value). */
+static uint32_t record_take(const uint8_t *rec, uint32_t length, uint8_t *h, qbuf_t *b)
+{
+    memcpy(h, rec, ELOG_HEADER_BYTES);
+    uint8_t h0[ELOG_HEADER_BYTES];
+    memcpy(h0, h, sizeof h0);
+    put_le32(h0 + 8, 0);
+    return crc32c_copy(crc32c(0, h0, sizeof h0), b->data, rec + ELOG_HEADER_BYTES, length);
+}
+
+/* The record at offset with O_DIRECT: the aligned blocks around it read into
+ * the thread's bounce buffer; h receives the header, b->data the payload
+ * (*crc: its checksum, record_take). 0, QE_CORRUPT (short file), -EINVAL
+ * (refused: read it buffered) or -errno. */
+static int elog_read_dio(const entry_log_t *log, uint64_t offset, uint32_t length, uint8_t *h,
+                         qbuf_t *b, uint32_t *crc)
+{
+    uint64_t a = log->dio_align, start = offset / a * a;
+    uint64_t end = offset + ELOG_HEADER_BYTES + length, span = (end - start + a - 1) / a * a;
+    uint8_t *buf;
+    int rc = dio_read_blocks(log, start, span, end - start, &buf);
+    if (rc == 0)
+        *crc = record_take(buf + (offset - start), length, h, b);
+    dio_shrink(span);
+    return rc;
+}
+
+/* Checks a record read (header h, payload b) against its location: magic,
+ * length, ids, checksum (got: computed while copying, when have_got), and with
+ * want_crc the journal's reference crc. 0 or QE_CORRUPT; why says what. */
+static int record_check(uint8_t *h, const qbuf_t *b, uint32_t length, int64_t ledger_id,
+                        int64_t entry_id, bool have_got, uint32_t got, bool want_crc,
+                        uint32_t crc_want, const char **why)
+{
+    uint32_t crc = get_le32(h + 8);
+    put_le32(h + 8, 0);
+    *why = NULL;
+    if (get_le32(h) != ELOG_MAGIC)
+        *why = "bad magic";
+    else if (get_le32(h + 4) != length || (int64_t)get_le64(h + 16) != ledger_id ||
+             (int64_t)get_le64(h + 24) != entry_id)
+        *why = "header does not match the index";
+    else if ((have_got ? got : crc32c(crc32c(0, h, ELOG_HEADER_BYTES), b->data, length)) != crc)
+        *why = "checksum mismatch";
+    else if (want_crc && crc != crc_want)
+        *why = "checksum differs from the journal's reference";
+    return *why ? QE_CORRUPT : 0;
+}
+
+static void record_log_error(const entry_log_t *log, uint64_t offset, int64_t ledger_id,
+                             int64_t entry_id, const char *why)
+{
+    log_error("bookie",
+              "entry log %08" PRIx32 " offset %" PRIu64 " (entry %" PRId64 ":%" PRId64 "): %s",
+              log->id, offset, ledger_id, entry_id, why);
 }
 
 /* Reads and verifies one record; with want_crc, its crc must also be crc. */
@@ -650,31 +705,91 @@ static int elog_read_verify(const entry_log_t *log, uint64_t offset, uint32_t le
             rc = bk_pread_all(log->fd, b->data, length, offset + ELOG_HEADER_BYTES);
     }
     const char *why = rc == QE_CORRUPT ? "short file" : NULL;
-    if (rc == 0) {
-        uint32_t crc = get_le32(h + 8);
-        put_le32(h + 8, 0);
-        if (get_le32(h) != ELOG_MAGIC)
-            why = "bad magic";
-        else if (get_le32(h + 4) != length || (int64_t)get_le64(h + 16) != ledger_id ||
-                 (int64_t)get_le64(h + 24) != entry_id)
-            why = "header does not match the index";
-        else if ((have_got ? got : crc32c(crc32c(0, h, sizeof h), b->data, length)) != crc)
-            why = "checksum mismatch";
-        else if (want_crc && crc != crc_want)
-            why = "checksum differs from the journal's reference";
-        if (why)
-            rc = QE_CORRUPT;
-    }
+    if (rc == 0)
+        rc = record_check(h, b, length, ledger_id, entry_id, have_got, got, want_crc, crc_want,
+                          &why);
     if (rc) {
-        log_error("bookie",
-                  "entry log %08" PRIx32 " offset %" PRIu64 " (entry %" PRId64 ":%" PRId64 "): %s",
-                  log->id, offset, ledger_id, entry_id, why ? why : q_strerror(rc));
+        record_log_error(log, offset, ledger_id, entry_id, why ? why : q_strerror(rc));
         qbuf_unref(b);
         return rc;
     }
     b->len = length;
     *out = b;
     return 0;
+}
+
+/* Where the run of records that can share one read, from recs[i], ends
+ * (exclusive): each large, after the one before it by at most
+ * ELOG_RUN_GAP_MAX bytes, all within ELOG_RUN_BYTES_MAX of aligned blocks. */
+static size_t run_end(const entry_log_t *log, const elog_read_t *recs, size_t i, size_t n)
+{
+    if (log->dio_fd < 0 || recs[i].length < ELOG_DIO_READ_MIN)
+        return i + 1;
+    uint64_t start = recs[i].offset / log->dio_align * log->dio_align;
+    uint64_t end = recs[i].offset + ELOG_HEADER_BYTES + recs[i].length;
+    size_t k = i + 1;
+    for (; k < n; k++) {
+        uint64_t o = recs[k].offset, e = o + ELOG_HEADER_BYTES + recs[k].length;
+        if (recs[k].length < ELOG_DIO_READ_MIN || o < end || o - end > ELOG_RUN_GAP_MAX ||
+            e - start > ELOG_RUN_BYTES_MAX)
+            break;
+        end = e;
+    }
+    return k;
+}
+
+/* recs[0..n) with one O_DIRECT read of the blocks around them all; each
+ * record verified alone. Nonzero: the read itself failed (nothing taken). */
+static int run_read(const entry_log_t *log, elog_read_t *recs, size_t n)
+{
+    uint64_t a = log->dio_align, start = recs[0].offset / a * a;
+    uint64_t end = recs[n - 1].offset + ELOG_HEADER_BYTES + recs[n - 1].length;
+    uint64_t span = (end - start + a - 1) / a * a;
+    uint8_t *buf;
+    int rc = dio_read_blocks(log, start, span, end - start, &buf);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        elog_read_t *r = &recs[i];
+        r->out = NULL;
+        qbuf_t *b = qbuf_new(r->length);
+        if (!b) {
+            r->rc = -ENOMEM;
+            continue;
+        }
+        uint8_t h[ELOG_HEADER_BYTES];
+        uint32_t got = record_take(buf + (r->offset - start), r->length, h, b);
+        const char *why;
+        r->rc = record_check(h, b, r->length, r->ledger_id, r->entry_id, true, got, false, 0, &why);
+        if (r->rc) {
+            record_log_error(log, r->offset, r->ledger_id, r->entry_id, why);
+            qbuf_unref(b);
+            continue;
+        }
+        b->len = r->length;
+        r->out = b;
+    }
+    dio_shrink(span);
+    return rc;
+}
+
+size_t entry_log_read_run(const entry_log_t *log, elog_read_t *recs, size_t n)
+{
+    size_t reads = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = run_end(log, recs, i, n);
+        reads++;
+        if (k - i > 1 && run_read(log, recs + i, k - i) == 0) {
+            i = k;
+            continue;
+        }
+        if (k - i > 1)
+            reads += k - i; /* the shared read failed: each alone, with its own error */
+        for (; i < k; i++) {
+            recs[i].out = NULL;
+            recs[i].rc = elog_read_verify(log, recs[i].offset, recs[i].length, recs[i].ledger_id,
+                                          recs[i].entry_id, false, 0, &recs[i].out);
+        }
+    }
+    return reads;
 }
 
 int entry_log_read(const entry_log_t *log, uint64_t offset, uint32_t length, int64_t ledger_id,

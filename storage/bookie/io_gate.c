@@ -22,6 +22,7 @@ int io_gate_init(io_gate_t *g, uint32_t wait_us_max)
     atomic_init(&g->waits, 0);
     atomic_init(&g->wait_us, 0);
     atomic_init(&g->marked, 0);
+    atomic_init(&g->marked_us, 0);
     g->wait_us_max = wait_us_max;
     pthread_condattr_t ca;
     int rc = pthread_condattr_init(&ca);
@@ -66,6 +67,7 @@ bool io_gate_write_begin(io_gate_t *g, uint64_t bytes)
         return false;
     atomic_fetch_add(&g->writes, 1);
     atomic_fetch_add(&g->marked, 1);
+    atomic_store(&g->marked_us, clock_mono_us());
     return true;
 }
 
@@ -130,4 +132,10 @@ void io_gate_stats(io_gate_t *g, uint64_t *waits, uint64_t *wait_us)
 uint64_t io_gate_marked(io_gate_t *g)
 {
     return atomic_load(&g->marked);
+}
+
+bool io_gate_writes_recent(io_gate_t *g, uint64_t us)
+{
+    uint64_t t = atomic_load(&g->marked_us);
+    return g->wait_us_max != 0 && t != 0 && clock_mono_us() - t < us;
 }

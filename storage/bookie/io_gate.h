@@ -46,6 +46,7 @@ typedef struct io_gate {
     uint32_t wait_us_max;                /* 0: reads never wait */
     atomic_uint_fast64_t waits, wait_us; /* reads that waited; their time */
     atomic_uint_fast64_t marked;         /* groups marked in flight */
+    atomic_uint_fast64_t marked_us;      /* clock_mono_us() of the last one marked */
 } io_gate_t;
 
 int io_gate_init(io_gate_t *g, uint32_t wait_us_max);
@@ -63,5 +64,9 @@ void io_gate_read_end(io_gate_t *g);
 void io_gate_stats(io_gate_t *g, uint64_t *waits, uint64_t *wait_us);
 /* Groups write_begin marked so far. */
 uint64_t io_gate_marked(io_gate_t *g);
+/* Whether a group was marked within the last us microseconds (reads yielding,
+ * wait_us_max != 0): the journal is then writing for latency, and large reads
+ * are kept small (the bookie's read runs, docs/bookie.md "Reads"). */
+bool io_gate_writes_recent(io_gate_t *g, uint64_t us);
 
 #endif

@@ -91,6 +91,11 @@ def test_metrics_parse_and_count_real_traffic(quire):
     # Large reads that yielded to the journal's writes (readYieldToJournalUs).
     assert _value(fams, "quire_bookie_reads_yielded") >= 0
     assert _value(fams, "quire_bookie_reads_yielded_seconds") >= 0
+    # Entries read from disk and the reads issued for them (a run of large
+    # records read together counts once; no read failed here): never more
+    # reads than entries.
+    disk_entries = _value(fams, "quire_bookie_disk_read_entries")
+    assert 0 <= _value(fams, "quire_bookie_disk_reads") <= disk_entries
     # What the bookie's caches hold now, within their bounds (the server runs
     # with the defaults: two write caches of 16 MiB, a read cache of 16 MiB;
     # the unit tests check the exact figures).

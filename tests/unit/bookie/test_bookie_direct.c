@@ -284,6 +284,95 @@ static void test_direct_no_payload_in_write_cache(void)
     free(dir);
 }
 
+typedef struct dt_reads {
+    int done, ok, corrupt;
+    int64_t bad; /* the entry whose record was damaged (-1: none) */
+} dt_reads_t;
+
+static void dt_read_cb(int rc, int64_t l, int64_t e, qbuf_t *b, int64_t lac, void *arg)
+{
+    (void)lac;
+    dt_reads_t *st = arg;
+    st->done++;
+    if (rc == 0 && b && bt_check(l, e, b, DT_LARGE))
+        st->ok++;
+    else if (rc == QE_CORRUPT && !b && e == st->bad)
+        st->corrupt++;
+}
+
+/* Asks for entries 0..n-1 of ledger 7 in one loop iteration, as a ledger read
+ * does, and waits for them all; *ops: the disk reads the bookie issued. */
+static dt_reads_t dt_read_all(bookie_t *bk, int n, int64_t bad, uint64_t *ops)
+{
+    dt_reads_t st = {.bad = bad};
+    bookie_stats_t s0, s1;
+    /* no small group journaled within BOOKIE_READ_RUN_QUIET_US: runs allowed */
+    test_run_for(bt_loop, 2.0 * BOOKIE_READ_RUN_QUIET_US / 1e6);
+    bookie_get_stats(bk, &s0);
+    for (int e = 0; e < n; e++)
+        CU_ASSERT_EQUAL(bookie_read(bk, 7, e, dt_read_cb, &st), 0);
+    for (int i = 0; i < 1000 && st.done < n; i++)
+        test_run_for(bt_loop, 0.01);
+    bookie_get_stats(bk, &s1);
+    CU_ASSERT_EQUAL(s1.disk_read_entries - s0.disk_read_entries, (uint64_t)n);
+    *ops = s1.disk_read_ops - s0.disk_read_ops;
+    return st;
+}
+
+/* Large reads of a ledger's next entries, asked for together while the journal
+ * writes no small group, share one disk read where the file system takes
+ * O_DIRECT (their records follow one another in the direct log): before the
+ * flush indexed them (locations from the write cache) and after (idx records);
+ * every record is still checked alone, so a damaged one fails its own read and
+ * no other. (Reads right after a small group stay alone: io_gate_writes_recent,
+ * tested with the gate.) */
+static void test_direct_reads_in_runs(void)
+{
+    char *dir = bt_dir("bk-druns");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    cfg.read_cache_bytes = 0; /* every read from disk */
+    bool dio = bt_fs_takes_odirect(dir);
+    enum { N = 24 }; /* 24 records of 20,032 bytes: within one run's 1 MiB */
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < N; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 7, e, e - 1, DT_LARGE), 0);
+    dt_loc_t loc;
+    CU_ASSERT_FALSE(dt_loc(bk, 7, 0, &loc)); /* not indexed yet */
+    uint64_t ops;
+    dt_reads_t st = dt_read_all(bk, N, -1, &ops);
+    CU_ASSERT_EQUAL(st.done, N);
+    CU_ASSERT_EQUAL(st.ok, N);
+    CU_ASSERT_EQUAL(ops, dio ? 1u : (uint64_t)N);
+    bookie_close(bk);
+
+    char lpath[4096];
+    TEST_REQUIRE(bt_count_files(dir, "ledgers", ".log", lpath, sizeof lpath) == 1);
+    bt_flip_byte(lpath, 5 * (off_t)DT_REC + ELOG_HEADER_BYTES + 100); /* entry 5's payload */
+    bk = bt_open(&cfg);
+    CU_ASSERT_TRUE(dt_loc(bk, 7, N - 1, &loc)); /* indexed at close */
+    st = dt_read_all(bk, N, 5, &ops);
+    CU_ASSERT_EQUAL(st.done, N);
+    CU_ASSERT_EQUAL(st.ok, N - 1);
+    CU_ASSERT_EQUAL(st.corrupt, 1);
+    CU_ASSERT_EQUAL(ops, dio ? 1u : (uint64_t)N);
+    /* one at a time (each delivered before the next is asked): a read each */
+    for (int e = 0; e < 3; e++) {
+        dt_reads_t one = {.bad = -1};
+        bookie_stats_t s0, s1;
+        bookie_get_stats(bk, &s0);
+        CU_ASSERT_EQUAL(bookie_read(bk, 7, e, dt_read_cb, &one), 0);
+        for (int i = 0; i < 1000 && one.done < 1; i++)
+            test_run_for(bt_loop, 0.01);
+        bookie_get_stats(bk, &s1);
+        CU_ASSERT_EQUAL(one.ok, 1);
+        CU_ASSERT_EQUAL(s1.disk_read_ops - s0.disk_read_ops, 1);
+    }
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* Re-adds (before fencing, or recovery adds) move an entry between a direct
  * log and the flush's log, both ways, whichever has the higher id: after a
  * crash and after a clean reopen, the newest version is the one read. */
@@ -580,6 +669,8 @@ void bookie_direct_register(void)
     CU_add_test(s, "corrupt direct record: never served", test_direct_corrupt_payload);
     CU_add_test(s, "large entries keep no payload in the write cache",
                 test_direct_no_payload_in_write_cache);
+    CU_add_test(s, "large reads of next entries share one disk read; a bad record fails alone",
+                test_direct_reads_in_runs);
     CU_add_test(s, "re-adds across direct and flushed logs: newest wins",
                 test_direct_readd_newest_wins);
     CU_add_test(s, "a re-add replaces what the read cache holds", test_readd_forgets_read_cache);

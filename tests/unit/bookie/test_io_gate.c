@@ -57,6 +57,7 @@ static void test_gate_off(void)
     uint64_t waits, us;
     io_gate_stats(&g, &waits, &us);
     CU_ASSERT_EQUAL(waits, 0);
+    CU_ASSERT_FALSE(io_gate_writes_recent(&g, 60u * 1000 * 1000)); /* reads never kept small */
     for (int i = 0; i < 3; i++)
         io_gate_read_end(&g);
     io_gate_write_end(&g);
@@ -202,6 +203,7 @@ static void test_gate_large_group(void)
     TEST_REQUIRE(io_gate_init(&g, 30u * 1000 * 1000) == 0);
     CU_ASSERT_FALSE(io_gate_write_begin(&g, (uint64_t)IO_GATE_GROUP_BYTES_MAX + 1));
     CU_ASSERT_EQUAL(atomic_load(&g.writes), 0);
+    CU_ASSERT_FALSE(io_gate_writes_recent(&g, 60u * 1000 * 1000)); /* not marked: not recent */
     for (int i = 0; i <= IO_GATE_READS_DURING_WRITE; i++)
         io_gate_read_begin(&g);
     uint64_t waits, us;
@@ -212,6 +214,9 @@ static void test_gate_large_group(void)
     CU_ASSERT_TRUE(io_gate_write_begin(&g, IO_GATE_GROUP_BYTES_MAX)); /* at the bound: marked */
     CU_ASSERT_EQUAL(atomic_load(&g.writes), 1);
     io_gate_write_end(&g);
+    /* marked: recent within a minute, not within no time at all */
+    CU_ASSERT_TRUE(io_gate_writes_recent(&g, 60u * 1000 * 1000));
+    CU_ASSERT_FALSE(io_gate_writes_recent(&g, 0));
     io_gate_destroy(&g);
 }
 
@@ -225,7 +230,8 @@ void bookie_io_gate_register(void)
     CU_add_test(s, "during a write, a waiting read starts when a read in flight ends",
                 test_gate_waits_for_read);
     CU_add_test(s, "a wait is bounded by readYieldToJournalUs", test_gate_bounded);
-    CU_add_test(s, "groups above IO_GATE_GROUP_BYTES_MAX hold no read back", test_gate_large_group);
+    CU_add_test(s, "groups above IO_GATE_GROUP_BYTES_MAX hold no read back, are not recent",
+                test_gate_large_group);
     CU_add_test(s, "the journal marks small groups; a large read waits while one is marked",
                 test_gate_bookie);
 }
