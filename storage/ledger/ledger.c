@@ -420,8 +420,14 @@ static void ledger_destroy(lobj_t *o)
     ledger_t *l = (ledger_t *)o;
     ledger_writer_free(l);
     ledger_md_free(&l->md);
-    ledger_md_free(&l->change_md);
-    qbuf_unref(l->open.entry);
+    if (l->change) {
+        ledger_md_free(&l->change->md);
+        free(l->change);
+    }
+    if (l->open) {
+        qbuf_unref(l->open->entry);
+        free(l->open);
+    }
     free(l);
 }
 

@@ -32,18 +32,18 @@
 #include "common/exec.h"
 #include "storage/ledger/ledger.h"
 
-#define LEDGER_ENSEMBLE_MAX 16          /* E bound (bitmasks of slots are uint32_t) */
-#define LEDGER_BOOKIES_MAX 64           /* bookies per client (bitmasks are uint64_t) */
-#define LEDGER_SEGMENTS_MAX 1024        /* segments accepted when decoding metadata */
-#define LEDGER_READ_ENTRIES_MAX 10000   /* entries per ledger_read call */
-#define LEDGER_READ_PARALLEL 64         /* entry reads outstanding per ledger_read call */
-#define LEDGER_ID_BLOCK 100             /* ids reserved per counter compare-and-set (least) */
-#define LEDGER_ID_BLOCK_MAX 65536       /* ... and most: twice the creates waiting, bounded */
+#define LEDGER_ENSEMBLE_MAX 16           /* E bound (bitmasks of slots are uint32_t) */
+#define LEDGER_BOOKIES_MAX 64            /* bookies per client (bitmasks are uint64_t) */
+#define LEDGER_SEGMENTS_MAX 1024         /* segments accepted when decoding metadata */
+#define LEDGER_READ_ENTRIES_MAX 10000    /* entries per ledger_read call */
+#define LEDGER_READ_PARALLEL 64          /* entry reads outstanding per ledger_read call */
+#define LEDGER_ID_BLOCK 100              /* ids reserved per counter compare-and-set (least) */
+#define LEDGER_ID_BLOCK_MAX 65536        /* ... and most: twice the creates waiting, bounded */
 #define LEDGER_CREATES_WAITING_MAX 16384 /* creates waiting for an id block */
-#define LEDGER_MD_RETRIES_MAX 16        /* compare-and-set retries before giving up */
-#define LEDGER_BOOKIE_ID_MAX 64         /* == sizeof(bk_client_t.id) */
-#define LEDGER_BUSY_RETRY_S 0.01        /* delay before re-sending an add refused QE_BUSY */
-#define LEDGER_MD_FORMAT 1              /* "format" field of the metadata JSON */
+#define LEDGER_MD_RETRIES_MAX 16         /* compare-and-set retries before giving up */
+#define LEDGER_BOOKIE_ID_MAX 64          /* == sizeof(bk_client_t.id) */
+#define LEDGER_BUSY_RETRY_S 0.01         /* delay before re-sending an add refused QE_BUSY */
+#define LEDGER_MD_FORMAT 1               /* "format" field of the metadata JSON */
 #define LEDGER_COUNTER_PATH "/ledgers/counter"
 
 /* ------------------------------------------------------------ lifetime -- */
@@ -175,6 +175,14 @@ typedef struct ledger_open_state {
     double phase_started;
 } ledger_open_state_t;
 
+/* An ensemble change in flight: the metadata being written and the bookies
+ * of its last segment. Allocated for the change only (ledger handles are
+ * per topic; most never change their ensemble). */
+typedef struct ledger_change {
+    ledger_md_t md;
+    bk_client_t *ens[LEDGER_ENSEMBLE_MAX];
+} ledger_change_t;
+
 typedef struct ledger {
     lobj_t obj;
     ledger_client_t *lc;
@@ -205,15 +213,14 @@ typedef struct ledger {
     bool changing;         /* ensemble change metadata update in flight */
     int changes;           /* ensemble changes committed */
     int md_retries;
-    uint64_t avoid;        /* lc bookie indexes never to choose again */
-    ledger_md_t change_md; /* the metadata being written by the change */
-    bk_client_t *change_ens[LEDGER_ENSEMBLE_MAX];
+    uint64_t avoid;          /* lc bookie indexes never to choose again */
+    ledger_change_t *change; /* the change in flight (changing), else NULL */
     bool closing, close_started;
     ledger_done_cb close_cb;
     void *close_arg;
 
-    /* opening / recovery */
-    ledger_open_state_t open;
+    /* opening / recovery: allocated by ledger_open (a writer has none) */
+    ledger_open_state_t *open;
 } ledger_t;
 
 ledger_t *ledger_alloc(ledger_client_t *lc, int64_t id, int role);

@@ -69,7 +69,7 @@ static const ledger_segment_t *last_segment(const ledger_t *l)
 
 static void open_finish(ledger_t *l, int rc)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     ev_timer_stop(l->lc->loop, &l->timer);
     o->phase = 0;
     o->token++;
@@ -90,7 +90,7 @@ static void open_finish(ledger_t *l, int rc)
 /* Starts a phase: a new token, counters reset, the timer for bookie phases. */
 static void phase_start(ledger_t *l, int phase)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     o->phase = phase;
     o->token++;
     o->waiting = o->ok = o->missing = o->errors = 0;
@@ -106,7 +106,7 @@ static void open_lac_done(int rc, int64_t lac, void *arg)
 {
     open_req_t r = *(open_req_t *)arg;
     free(arg);
-    if (!lobj_back(&r.l->obj) || r.token != r.l->open.token)
+    if (!lobj_back(&r.l->obj) || r.token != r.l->open->token)
         return;
     open_answer(r.l, r.k, rc, lac, NULL);
 }
@@ -115,7 +115,7 @@ static void open_read_done(int rc, qbuf_t *entry, int64_t lac, void *arg)
 {
     open_req_t r = *(open_req_t *)arg;
     free(arg);
-    if (!lobj_back(&r.l->obj) || r.token != r.l->open.token)
+    if (!lobj_back(&r.l->obj) || r.token != r.l->open->token)
         return;
     open_answer(r.l, r.k, rc, lac, entry);
 }
@@ -128,7 +128,7 @@ static void open_add_done(int rc, void *arg)
 /* Issues the phase's call for position k to bk; returns a synchronous error. */
 static int open_call(ledger_t *l, int k, bk_client_t *bk)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     if (!bk)
         return QE_UNAVAILABLE; /* a bookie this client does not know */
     open_req_t *r = malloc(sizeof *r);
@@ -158,7 +158,7 @@ static int open_call(ledger_t *l, int k, bk_client_t *bk)
  * phase). bookie_of(k) gives the bookie of position k. */
 static void phase_send(ledger_t *l, int n, bk_client_t *const *bks)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     int rcs[LEDGER_ENSEMBLE_MAX] = {0};
     uint32_t token = o->token;
     for (int k = 0; k < n; k++)
@@ -174,7 +174,7 @@ static void open_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     ledger_t *l = w->data;
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     uint32_t token = o->token;
     for (int k = 0; k < LEDGER_ENSEMBLE_MAX && o->token == token; k++)
         if (o->status[k] == ST_WAIT)
@@ -187,19 +187,19 @@ static void open_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void open_lac_phase(ledger_t *l, int phase)
 {
     phase_start(l, phase);
-    l->open.max_lac = -1;
+    l->open->max_lac = -1;
     bk_client_t *bks[LEDGER_ENSEMBLE_MAX];
     for (int i = 0; i < l->md.q.ensemble; i++) {
         bks[i] = lc_bookie_by_id(l->lc, last_segment(l)->bookies[i]);
-        l->open.status[i] = ST_WAIT;
-        l->open.waiting++;
+        l->open->status[i] = ST_WAIT;
+        l->open->waiting++;
     }
     phase_send(l, l->md.q.ensemble, bks);
 }
 
 static void open_scan_start(ledger_t *l)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     o->entry_id = last_segment(l)->first_entry_id;
     o->length = last_segment(l)->length_before;
     log_info("ledger", "recovering ledger %" PRId64 " from entry %" PRId64 " (max lac %" PRId64 ")",
@@ -209,7 +209,7 @@ static void open_scan_start(ledger_t *l)
 
 static void lac_answer(ledger_t *l, int rc, int64_t lac)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     int e = l->md.q.ensemble, need = e - l->md.q.ack_quorum + 1;
     if (rc == 0 || rc == QE_NO_LEDGER || rc == QE_NO_ENTRY) {
         o->ok++;
@@ -243,12 +243,12 @@ static void lac_answer(ledger_t *l, int rc, int64_t lac)
 static void open_entry_bookies(ledger_t *l, bk_client_t **bks)
 {
     for (int k = 0; k < l->md.q.write_quorum; k++)
-        bks[k] = ledger_bookie_for(l, l->open.entry_id, k);
+        bks[k] = ledger_bookie_for(l, l->open->entry_id, k);
 }
 
 static void open_entry_read(ledger_t *l)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     phase_start(l, PHASE_ENTRY_READ);
     qbuf_unref(o->entry);
     o->entry = NULL;
@@ -265,7 +265,7 @@ static void open_close_write(ledger_t *l);
 
 static void open_entry_next(ledger_t *l)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     if (o->ok < l->md.q.write_quorum)
         log_warn("ledger", "ledger %" PRId64 " entry %" PRId64 " recovered on %d of %d bookies",
                  l->id, o->entry_id, o->ok, l->md.q.write_quorum);
@@ -277,7 +277,7 @@ static void open_entry_next(ledger_t *l)
 /* Re-replicates the entry to the positions of its write set without it. */
 static void open_entry_write(ledger_t *l)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     int have[LEDGER_ENSEMBLE_MAX], ok = o->ok;
     memcpy(have, o->status, sizeof have);
     phase_start(l, PHASE_ENTRY_WRITE);
@@ -293,7 +293,7 @@ static void open_entry_write(ledger_t *l)
 
 static void entry_read_decide(ledger_t *l)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     int qw = l->md.q.write_quorum, qa = l->md.q.ack_quorum;
     if (o->ok == qw) {
         open_entry_next(l);
@@ -312,7 +312,7 @@ static void entry_read_decide(ledger_t *l)
 
 static void entry_answer(ledger_t *l, int k, int rc, qbuf_t *entry)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     if (rc == 0) {
         o->status[k] = ST_OK;
         o->ok++;
@@ -337,7 +337,7 @@ static void entry_answer(ledger_t *l, int k, int rc, qbuf_t *entry)
 
 static void open_answer(ledger_t *l, int k, int rc, int64_t lac, qbuf_t *entry)
 {
-    ledger_open_state_t *o = &l->open;
+    ledger_open_state_t *o = l->open;
     assert(k >= 0 && k < LEDGER_ENSEMBLE_MAX);
     if (o->status[k] != ST_WAIT)
         return; /* already timed out */
@@ -362,8 +362,8 @@ static int open_md_put(ledger_t *l, int state, md_put_cb cb)
         return rc;
     md.state = state;
     if (state == LEDGER_STATE_CLOSED) {
-        md.last_entry_id = l->open.entry_id;
-        md.length = l->open.length;
+        md.last_entry_id = l->open->entry_id;
+        md.length = l->open->length;
     }
     rc = ledger_md_encode(&md, &text, &len);
     ledger_md_free(&md);
@@ -381,7 +381,7 @@ static int open_md_put(ledger_t *l, int state, md_put_cb cb)
 /* A lost CAS: start over from the metadata (bounded). */
 static void open_retry(ledger_t *l)
 {
-    if (++l->open.retries > LEDGER_MD_RETRIES_MAX) {
+    if (++l->open->retries > LEDGER_MD_RETRIES_MAX) {
         open_finish(l, QE_BUSY);
         return;
     }
@@ -399,8 +399,8 @@ static void open_close_done(int rc, const md_stat_t *stat, void *arg)
     }
     if (rc == 0) {
         l->md.state = LEDGER_STATE_CLOSED;
-        l->md.last_entry_id = l->open.entry_id;
-        l->md.length = l->open.length;
+        l->md.last_entry_id = l->open->entry_id;
+        l->md.length = l->open->length;
         l->md_version = stat->version;
         l->lac = l->md.last_entry_id;
         l->length = l->md.length;
@@ -454,7 +454,7 @@ static void open_get_done(int rc, const void *value, size_t len, const md_stat_t
         l->lac = l->md.last_entry_id;
         l->length = l->md.length;
         open_finish(l, 0);
-    } else if (l->open.flags & LEDGER_OPEN_RECOVER) {
+    } else if (l->open->flags & LEDGER_OPEN_RECOVER) {
         phase_start(l, PHASE_MARK);
         rc = open_md_put(l, LEDGER_STATE_IN_RECOVERY, open_mark_done);
         if (rc < 0)
@@ -486,9 +486,14 @@ int ledger_open(ledger_client_t *lc, int64_t ledger_id, int flags, ledger_open_c
     ledger_t *l = ledger_alloc(lc, ledger_id, LEDGER_ROLE_OPENING);
     if (!l)
         return -ENOMEM;
-    l->open.flags = flags;
-    l->open.cb = cb;
-    l->open.arg = arg;
+    /* kept until the handle goes: late answers check its token */
+    if (!(l->open = calloc(1, sizeof *l->open))) {
+        ledger_kill(l);
+        return -ENOMEM;
+    }
+    l->open->flags = flags;
+    l->open->cb = cb;
+    l->open->arg = arg;
     ev_init(&l->timer, open_timer_cb);
     l->timer.data = l;
     char path[32];

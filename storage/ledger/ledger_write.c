@@ -359,9 +359,18 @@ int ledger_add(ledger_t *l, qbuf_t *data, ledger_add_cb cb, void *arg)
 
 static void change_write(ledger_t *l);
 
+static void change_free(ledger_t *l)
+{
+    if (l->change) {
+        ledger_md_free(&l->change->md);
+        free(l->change);
+        l->change = NULL;
+    }
+}
+
 static void change_abort(ledger_t *l, int rc)
 {
-    ledger_md_free(&l->change_md);
+    change_free(l);
     l->changing = false;
     l->change_slots = 0;
     ledger_fail_writes(l, rc);
@@ -370,10 +379,11 @@ static void change_abort(ledger_t *l, int rc)
 static void change_commit(ledger_t *l, int64_t version)
 {
     ledger_md_free(&l->md);
-    l->md = l->change_md;
-    memset(&l->change_md, 0, sizeof l->change_md);
+    l->md = l->change->md;
+    memset(&l->change->md, 0, sizeof l->change->md);
     l->md_version = version;
-    memcpy(l->ens, l->change_ens, sizeof l->ens);
+    memcpy(l->ens, l->change->ens, sizeof l->ens);
+    change_free(l);
     l->changes++;
     l->changing = false;
     l->change_slots = 0;
@@ -448,7 +458,7 @@ static void change_write(ledger_t *l)
     char path[32], *text;
     size_t len;
     ledger_md_path(l->id, path, sizeof path);
-    int rc = ledger_md_encode(&l->change_md, &text, &len);
+    int rc = ledger_md_encode(&l->change->md, &text, &len);
     if (rc == 0) {
         lobj_hold(&l->obj);
         rc = md_put(l->lc->md, path, text, len, l->md_version, NULL, change_done, l);
@@ -463,10 +473,10 @@ static void change_write(ledger_t *l)
 /* The metadata of the change: the last segment, or a new one, from lac+1. */
 static int change_md_build(ledger_t *l)
 {
-    int rc = ledger_md_copy(&l->md, &l->change_md);
+    int rc = ledger_md_copy(&l->md, &l->change->md);
     if (rc < 0)
         return rc;
-    ledger_md_t *m = &l->change_md;
+    ledger_md_t *m = &l->change->md;
     ledger_segment_t *last = &m->segments[m->nsegments - 1];
     if (last->first_entry_id != l->lac + 1) {
         if (m->nsegments >= LEDGER_SEGMENTS_MAX)
@@ -484,7 +494,7 @@ static int change_md_build(ledger_t *l)
         last->length_before = l->length;
     }
     for (int i = 0; i < m->q.ensemble; i++)
-        snprintf(last->bookies[i], LEDGER_BOOKIE_ID_MAX, "%s", l->change_ens[i]->id);
+        snprintf(last->bookies[i], LEDGER_BOOKIE_ID_MAX, "%s", l->change->ens[i]->id);
     return 0;
 }
 
@@ -510,8 +520,13 @@ static void ledger_change_ensemble(ledger_t *l)
         ledger_fail_writes(l, QE_UNAVAILABLE);
         return;
     }
+    assert(!l->change);
+    if (!(l->change = calloc(1, sizeof *l->change))) {
+        ledger_fail_writes(l, -ENOMEM);
+        return;
+    }
     for (int i = 0, j = 0; i < e; i++)
-        l->change_ens[i] = ((l->failed_slots >> i) & 1) ? repl[j++] : l->ens[i];
+        l->change->ens[i] = ((l->failed_slots >> i) & 1) ? repl[j++] : l->ens[i];
     int rc = change_md_build(l);
     l->changing = true;
     l->change_slots = l->failed_slots;
