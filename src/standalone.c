@@ -306,7 +306,7 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         rc = ledger_client_add_bookie(sa->lc, sa->bk);
     int64_t cache_mb = 0;
     if (rc == 0 &&
-        qconfig_get_int(sa->conf, "managedLedgerCacheSizeMB", 64, 0, 1 << 20, &cache_mb) < 0) {
+        qconfig_get_int(sa->conf, "managedLedgerCacheSizeMB", 128, 0, 1 << 20, &cache_mb) < 0) {
         log_error("standalone", "managedLedgerCacheSizeMB: expected a whole number");
         return QE_INVALID;
     }
