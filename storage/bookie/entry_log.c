@@ -616,8 +616,8 @@ static int dio_read_blocks(const entry_log_t *log, uint64_t start, uint64_t span
  * goes. */
 static void dio_shrink(uint64_t span)
 {
-    if (span > DIO_KEEP_BYTES) {
-        dio_bounce_t *bb = pthread_getspecific(bounce_key);
+    dio_bounce_t *bb = span > DIO_KEEP_BYTES ? pthread_getspecific(bounce_key) : NULL;
+    if (bb) { /* NULL: none was allocated (out of memory) */
         free(bb->buf);
         bb->buf = NULL;
         bb->cap = 0;
