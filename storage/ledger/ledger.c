@@ -420,10 +420,7 @@ static void ledger_destroy(lobj_t *o)
     ledger_t *l = (ledger_t *)o;
     ledger_writer_free(l);
     ledger_md_free(&l->md);
-    if (l->change) {
-        ledger_md_free(&l->change->md);
-        free(l->change);
-    }
+    ledger_change_free(l);
     if (l->open) {
         qbuf_unref(l->open->entry);
         free(l->open);

@@ -230,6 +230,8 @@ void ledger_kill(ledger_t *l);
 void ledger_id_ready(ledger_t *l, int rc, int64_t id);
 /* Drops the writer state (pending adds without callbacks). */
 void ledger_writer_free(ledger_t *l);
+/* Frees the state of an ensemble change, if any (l->change = NULL). */
+void ledger_change_free(ledger_t *l);
 /* Writer entry for one position of entry e: the slot in the ensemble. */
 static inline int ledger_slot_of(const ledger_t *l, int64_t entry_id, int k)
 {

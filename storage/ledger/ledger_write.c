@@ -359,7 +359,7 @@ int ledger_add(ledger_t *l, qbuf_t *data, ledger_add_cb cb, void *arg)
 
 static void change_write(ledger_t *l);
 
-static void change_free(ledger_t *l)
+void ledger_change_free(ledger_t *l)
 {
     if (l->change) {
         ledger_md_free(&l->change->md);
@@ -370,7 +370,7 @@ static void change_free(ledger_t *l)
 
 static void change_abort(ledger_t *l, int rc)
 {
-    change_free(l);
+    ledger_change_free(l);
     l->changing = false;
     l->change_slots = 0;
     ledger_fail_writes(l, rc);
@@ -383,7 +383,7 @@ static void change_commit(ledger_t *l, int64_t version)
     memset(&l->change->md, 0, sizeof l->change->md);
     l->md_version = version;
     memcpy(l->ens, l->change->ens, sizeof l->ens);
-    change_free(l);
+    ledger_change_free(l);
     l->changes++;
     l->changing = false;
     l->change_slots = 0;
