@@ -181,6 +181,7 @@ typedef struct ledger_open_state {
 typedef struct ledger_change {
     ledger_md_t md;
     bk_client_t *ens[LEDGER_ENSEMBLE_MAX];
+    uint32_t slots; /* the slots it replaces */
 } ledger_change_t;
 
 typedef struct ledger {
@@ -209,12 +210,10 @@ typedef struct ledger {
     bool fail_emitted;
     bool drain_posted;
     uint32_t failed_slots; /* slots failed, waiting for an ensemble change */
-    uint32_t change_slots; /* slots being replaced by the change in flight */
-    bool changing;         /* ensemble change metadata update in flight */
     int changes;           /* ensemble changes committed */
     int md_retries;
     uint64_t avoid;          /* lc bookie indexes never to choose again */
-    ledger_change_t *change; /* the change in flight (changing), else NULL */
+    ledger_change_t *change; /* the ensemble change in flight, else NULL */
     bool closing, close_started;
     ledger_done_cb close_cb;
     void *close_arg;

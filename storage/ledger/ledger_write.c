@@ -118,7 +118,7 @@ void ledger_writer_free(ledger_t *l)
 
 static void ledger_drain(ledger_t *l)
 {
-    if (l->changing)
+    if (l->change)
         return;         /* the commit re-sends pending entries to the new bookies, then drains */
     lobj_hold(&l->obj); /* a callback may release the handle */
     int qa = l->md.q.ack_quorum;
@@ -184,7 +184,7 @@ static void ledger_fail_writes(ledger_t *l, int rc)
 static bool slot_usable(const ledger_t *l, int slot)
 {
     uint32_t bit = 1u << slot;
-    return !l->fail_rc && !(l->failed_slots & bit) && !(l->changing && (l->change_slots & bit));
+    return !l->fail_rc && !(l->failed_slots & bit) && !(l->change && (l->change->slots & bit));
 }
 
 static void ledger_slot_failed(ledger_t *l, int slot, int rc)
@@ -212,7 +212,7 @@ static void ledger_slot_failed(ledger_t *l, int slot, int rc)
             p->seq[k] = 0;
         }
     }
-    if (!l->changing)
+    if (!l->change)
         ledger_change_ensemble(l);
 }
 
@@ -371,8 +371,6 @@ void ledger_change_free(ledger_t *l)
 static void change_abort(ledger_t *l, int rc)
 {
     ledger_change_free(l);
-    l->changing = false;
-    l->change_slots = 0;
     ledger_fail_writes(l, rc);
 }
 
@@ -385,14 +383,12 @@ static void change_commit(ledger_t *l, int64_t version)
     memcpy(l->ens, l->change->ens, sizeof l->ens);
     ledger_change_free(l);
     l->changes++;
-    l->changing = false;
-    l->change_slots = 0;
     l->md_retries = 0;
     const ledger_segment_t *s = &l->md.segments[l->md.nsegments - 1];
     log_info("ledger", "ledger %" PRId64 ": ensemble changed at entry %" PRId64 " (%zu segments)",
              l->id, s->first_entry_id, l->md.nsegments);
     ledger_send_unsent(l);
-    if (l->failed_slots && !l->fail_rc && !l->changing)
+    if (l->failed_slots && !l->fail_rc)
         ledger_change_ensemble(l);
     ledger_schedule_drain(l); /* a close may wait for the change */
 }
@@ -500,7 +496,7 @@ static int change_md_build(ledger_t *l)
 
 static void ledger_change_ensemble(ledger_t *l)
 {
-    assert(!l->changing && l->failed_slots && !l->fail_rc);
+    assert(!l->change && l->failed_slots && !l->fail_rc);
     if ((uint32_t)l->changes >= l->lc->cfg.ensemble_changes_max) {
         log_warn("ledger", "ledger %" PRId64 ": %d ensemble changes, no more", l->id, l->changes);
         ledger_fail_writes(l, QE_UNAVAILABLE);
@@ -520,17 +516,15 @@ static void ledger_change_ensemble(ledger_t *l)
         ledger_fail_writes(l, QE_UNAVAILABLE);
         return;
     }
-    assert(!l->change);
     if (!(l->change = calloc(1, sizeof *l->change))) {
         ledger_fail_writes(l, -ENOMEM);
         return;
     }
     for (int i = 0, j = 0; i < e; i++)
         l->change->ens[i] = ((l->failed_slots >> i) & 1) ? repl[j++] : l->ens[i];
-    int rc = change_md_build(l);
-    l->changing = true;
-    l->change_slots = l->failed_slots;
+    l->change->slots = l->failed_slots;
     l->failed_slots = 0;
+    int rc = change_md_build(l);
     if (rc < 0)
         change_abort(l, rc);
     else
@@ -626,7 +620,7 @@ static void close_write(ledger_t *l)
 
 static void ledger_close_check(ledger_t *l)
 {
-    if (!l->closing || l->close_started || l->npending || l->changing)
+    if (!l->closing || l->close_started || l->npending || l->change)
         return;
     l->close_started = true;
     close_write(l);
