@@ -55,9 +55,9 @@
  * another (entry_log_read_run, docs/bookie.md "Reads"). */
 #define BOOKIE_READ_RUN_MAX 64
 #define BOOKIE_READ_RUN_BYTES ELOG_RUN_BYTES_MAX
-/* ... but not while the journal writes small groups (within the last 10 ms,
- * io_gate_writes_recent): a read of 1 MiB ahead of a group's write delays its
- * acknowledgement more than one of a single entry. */
+/* ... but not while the journal writes small groups (one in flight, or one
+ * within the last 10 ms: io_gate_writes_recent): a read of 1 MiB ahead of a group's write delays
+ * its acknowledgement more than one of a single entry. */
 #define BOOKIE_READ_RUN_QUIET_US 10000
 #define BOOKIE_GC_WAITERS_MAX 64
 #define BOOKIE_RING_HEADROOM 1024 /* ring slots beyond pending_adds_max for fence/delete */

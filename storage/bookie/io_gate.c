@@ -136,6 +136,10 @@ uint64_t io_gate_marked(io_gate_t *g)
 
 bool io_gate_writes_recent(io_gate_t *g, uint64_t us)
 {
+    if (g->wait_us_max == 0)
+        return false;
+    if (atomic_load(&g->writes) > 0)
+        return true; /* one is in flight now */
     uint64_t t = atomic_load(&g->marked_us);
-    return g->wait_us_max != 0 && t != 0 && clock_mono_us() - t < us;
+    return t != 0 && clock_mono_us() - t < us;
 }

@@ -64,9 +64,10 @@ void io_gate_read_end(io_gate_t *g);
 void io_gate_stats(io_gate_t *g, uint64_t *waits, uint64_t *wait_us);
 /* Groups write_begin marked so far. */
 uint64_t io_gate_marked(io_gate_t *g);
-/* Whether a group was marked within the last us microseconds (reads yielding,
- * wait_us_max != 0): the journal is then writing for latency, and large reads
- * are kept small (the bookie's read runs, docs/bookie.md "Reads"). */
+/* Whether a group is marked in flight or was within the last us microseconds
+ * (reads yielding, wait_us_max != 0): the journal is then writing for latency,
+ * and large reads are kept small (the bookie's read runs, docs/bookie.md
+ * "Reads"). */
 bool io_gate_writes_recent(io_gate_t *g, uint64_t us);
 
 #endif

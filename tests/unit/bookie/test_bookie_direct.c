@@ -324,8 +324,7 @@ static dt_reads_t dt_read_all(bookie_t *bk, int n, int64_t bad, uint64_t *ops)
  * O_DIRECT (their records follow one another in the direct log): before the
  * flush indexed them (locations from the write cache) and after (idx records);
  * every record is still checked alone, so a damaged one fails its own read and
- * no other. (Reads right after a small group stay alone: io_gate_writes_recent,
- * tested with the gate.) */
+ * no other. While the journal writes a small group, each is read alone. */
 static void test_direct_reads_in_runs(void)
 {
     char *dir = bt_dir("bk-druns");
@@ -356,6 +355,13 @@ static void test_direct_reads_in_runs(void)
     CU_ASSERT_EQUAL(st.ok, N - 1);
     CU_ASSERT_EQUAL(st.corrupt, 1);
     CU_ASSERT_EQUAL(ops, dio ? 1u : (uint64_t)N);
+    /* while the journal writes a small group (marked in flight): a read each */
+    TEST_REQUIRE(io_gate_write_begin(&bk->gate, 4096));
+    st = dt_read_all(bk, N, 5, &ops);
+    io_gate_write_end(&bk->gate);
+    CU_ASSERT_EQUAL(st.ok, N - 1);
+    CU_ASSERT_EQUAL(st.corrupt, 1);
+    CU_ASSERT_EQUAL(ops, (uint64_t)N);
     /* one at a time (each delivered before the next is asked): a read each */
     for (int e = 0; e < 3; e++) {
         dt_reads_t one = {.bad = -1};

@@ -213,6 +213,7 @@ static void test_gate_large_group(void)
         io_gate_read_end(&g);
     CU_ASSERT_TRUE(io_gate_write_begin(&g, IO_GATE_GROUP_BYTES_MAX)); /* at the bound: marked */
     CU_ASSERT_EQUAL(atomic_load(&g.writes), 1);
+    CU_ASSERT_TRUE(io_gate_writes_recent(&g, 0)); /* in flight: recent whatever the window */
     io_gate_write_end(&g);
     /* marked: recent within a minute, not within no time at all */
     CU_ASSERT_TRUE(io_gate_writes_recent(&g, 60u * 1000 * 1000));
