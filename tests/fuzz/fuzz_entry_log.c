@@ -12,7 +12,11 @@
  *   - a read either fails (QE_CORRUPT or -errno) or returns exactly the
  *     record's payload bytes as they are in the log file;
  *   - a summary's accepted runs lie inside the .idx, and looking up their
- *     records fails cleanly or finds a record inside the log.
+ *     records fails cleanly or finds a record inside the log;
+ *   - entry_log_read_run over every record read above (in that order, so
+ *     large records that follow one another share one O_DIRECT read, and a
+ *     record past the log's end makes a shared read fail) gives each record
+ *     exactly the result its own read gave: the same error, or the same bytes.
  *
  * Input layout (so the fuzzer reaches past the checksums, the harness can
  * write valid ones itself):
@@ -26,7 +30,10 @@
  *                            record (when it covers whole records of the
  *                            .idx) and (unless bit 0) crc; its runs must stay
  *                            inside the .idx
- *   byte 1      k, the number of index records (k % 17)
+ *   byte 1      bits 0-4: k, the number of index records (k % 17);
+ *               bits 5-7: s, the log is the rest of the input repeated 1 << s
+ *               times (so records reach the O_DIRECT reads' sizes,
+ *               ELOG_DIO_READ_MIN and up)
  *   k x 28      ledger id (8), entry id (8), offset (8), length (4), all LE;
  *               with bit 0, 4 more bytes each: the crc to store
  *   the rest    the entry log's bytes
@@ -59,6 +66,7 @@ typedef struct seen {
 } seen_t;
 
 #define MAX_RUNS 64
+#define MAX_READS (MAX_RECORDS + MAX_RUNS)
 
 typedef struct ctx {
     seen_t recs[MAX_RECORDS];
@@ -67,6 +75,8 @@ typedef struct ctx {
     size_t nruns;
     seen_t scanruns[MAX_RECORDS]; /* the same, for runs of scanned records */
     size_t nscanruns, nscanned;
+    elog_read_t reads[MAX_READS]; /* each read made alone, with its result */
+    size_t nreads;
 } ctx_t;
 
 static char dir[PATH_MAX];
@@ -107,6 +117,53 @@ static int on_run(void *arg, int64_t ledger_id, int64_t first, uint32_t count, u
     if (c->nruns < MAX_RUNS)
         c->runs[c->nruns++] = (seen_t){ledger_id, first, log_id, count, max_length, pos};
     return 0;
+}
+
+/* A read made alone (entry_log_read) and its result, for check_run. */
+static void keep_read(ctx_t *c, uint64_t offset, uint32_t length, int64_t ledger_id,
+                      int64_t entry_id, int rc, qbuf_t *out)
+{
+    if (c->nreads >= MAX_READS)
+        abort();
+    c->reads[c->nreads++] = (elog_read_t){.offset = offset,
+                                          .length = length,
+                                          .ledger_id = ledger_id,
+                                          .entry_id = entry_id,
+                                          .rc = rc,
+                                          .out = out};
+}
+
+/* The reads kept, again through entry_log_read_run: each record's result
+ * must be the one its own read gave (the same error, or the same bytes). */
+static void check_run(const log_table_t *table, ctx_t *c)
+{
+    entry_log_t *log = log_table_find(table, 1);
+    elog_read_t run[MAX_READS];
+    size_t n = c->nreads;
+    if (n == 0)
+        return;
+    if (!log)
+        abort(); /* reads were made of it */
+    for (size_t i = 0; i < n; i++)
+        run[i] = (elog_read_t){.offset = c->reads[i].offset,
+                               .length = c->reads[i].length,
+                               .ledger_id = c->reads[i].ledger_id,
+                               .entry_id = c->reads[i].entry_id,
+                               .rc = 1};
+    size_t ops = entry_log_read_run(log, run, n);
+    if (ops < 1 || ops > 2 * n)
+        abort(); /* at least one read; at most one shared and one each */
+    for (size_t i = 0; i < n; i++) {
+        elog_read_t *a = &c->reads[i], *r = &run[i];
+        if (r->rc != a->rc || (r->rc == 0) != (r->out != NULL))
+            abort(); /* a result differs from the record's own read */
+        if (r->rc == 0 &&
+            (r->out->len != a->out->len || memcmp(r->out->data, a->out->data, a->out->len) != 0))
+            abort(); /* served other bytes than its own read */
+        qbuf_unref(r->out);
+        qbuf_unref(a->out);
+    }
+    c->nreads = 0;
 }
 
 static void write_file(const char *name, const uint8_t *p, size_t n)
@@ -154,20 +211,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 2)
         return 0;
     uint8_t flags = data[0];
-    size_t k = data[1] % (MAX_RECORDS + 1);
+    size_t k = (size_t)(data[1] & 0x1f) % (MAX_RECORDS + 1);
+    size_t repeat = (size_t)1 << (data[1] >> 5);
     size_t rec_in = (flags & 1) ? 32 : 28;
     if (size < 2 + k * rec_in)
         return 0;
     const uint8_t *recs = data + 2;
     const uint8_t *logp = recs + k * rec_in;
-    size_t log_len = size - 2 - k * rec_in;
+    size_t in_len = size - 2 - k * rec_in, log_len = in_len * repeat;
 
     uint8_t *log_bytes = malloc(log_len ? log_len : 1);
     uint8_t idx[MAX_RECORDS * ELOG_IDX_RECORD_BYTES + 16];
     size_t idx_len = 0;
     if (!log_bytes)
         abort();
-    memcpy(log_bytes, logp, log_len);
+    for (size_t i = 0; i < repeat; i++)
+        memcpy(log_bytes + i * in_len, logp, in_len);
     for (size_t i = 0; i < k; i++) {
         const uint8_t *r = recs + i * rec_in;
         uint8_t *o = idx + idx_len;
@@ -212,7 +271,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         write_file("00000001.sum", sum, n);
     }
 
-    log_table_t table = {0};
+    log_table_t table = {.dio_reads = true}; /* large records with O_DIRECT, where taken */
     ctx_t c = {0};
     uint32_t next_id = 0;
     int rc = log_table_load(&table, dir, &(elog_load_fns_t){on_run, on_scanned, &c}, &next_id);
@@ -264,7 +323,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort(); /* served bytes that are not the record's */
             if (rr != 0 && rr != QE_CORRUPT && rr >= 0)
                 abort();
-            qbuf_unref(out);
+            if (lr == 0 && len <= r->offset && len <= (1u << 20))
+                keep_read(&c, off, len, r->ledger_id, r->entry_id, rr, out);
+            else
+                qbuf_unref(out);
         }
         for (size_t i = 0; i < c.n; i++) {
             seen_t *s = &c.recs[i];
@@ -287,11 +349,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (!out || out->len != s->length ||
                     memcmp(out->data, log_bytes + s->offset + ELOG_HEADER_BYTES, s->length) != 0)
                     abort(); /* served bytes that are not the record's */
-                qbuf_unref(out);
             } else if (r != QE_CORRUPT && r >= 0) {
                 abort();
             }
+            keep_read(&c, s->offset, s->length, s->ledger_id, s->entry_id, r, out);
         }
+        check_run(&table, &c);
     }
     log_table_free(&table);
     free(log_bytes);

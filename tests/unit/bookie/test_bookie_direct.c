@@ -379,6 +379,73 @@ static void test_direct_reads_in_runs(void)
     free(dir);
 }
 
+/* entry_log_read_run when the read a run shares fails (here: the log was cut
+ * inside its last record after it was opened): each record of the run is
+ * read again alone and gets its own result; the records before the cut are
+ * served with their bytes, the cut one fails with QE_CORRUPT, and the count
+ * of reads says so. Without O_DIRECT every record is read alone anyway. */
+static void test_run_shared_read_fails(void)
+{
+    char *dir = bt_dir("elog-run");
+    bool dio = bt_fs_takes_odirect(dir);
+    enum { N = 6 };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/00000001.log", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    TEST_REQUIRE(fd >= 0);
+    uint8_t *data = malloc(DT_LARGE);
+    TEST_REQUIRE(data != NULL);
+    elog_read_t recs[N];
+    for (int e = 0; e < N; e++) {
+        memset(data, 'a' + e, DT_LARGE);
+        uint8_t h[ELOG_HEADER_BYTES];
+        elog_header_make(h, 9, e, data, DT_LARGE);
+        TEST_REQUIRE(write(fd, h, sizeof h) == (ssize_t)sizeof h);
+        TEST_REQUIRE(write(fd, data, DT_LARGE) == (ssize_t)DT_LARGE);
+        recs[e] = (elog_read_t){
+            .offset = (uint64_t)e * DT_REC, .length = DT_LARGE, .ledger_id = 9, .entry_id = e};
+    }
+    close(fd);
+    log_table_t t = {.dio_reads = true};
+    uint32_t next_id;
+    TEST_REQUIRE(log_table_load(&t, dir, &(elog_load_fns_t){0}, &next_id) == 0);
+    entry_log_t *log = log_table_find(&t, 1);
+    TEST_REQUIRE(log != NULL);
+    CU_ASSERT_EQUAL(log->dio_fd >= 0, dio);
+
+    /* whole: one read for the six (with O_DIRECT) */
+    CU_ASSERT_EQUAL(entry_log_read_run(log, recs, N), dio ? 1u : (size_t)N);
+    for (int e = 0; e < N; e++) {
+        CU_ASSERT_EQUAL(recs[e].rc, 0);
+        CU_ASSERT_TRUE(recs[e].out && recs[e].out->len == DT_LARGE &&
+                       recs[e].out->data[0] == 'a' + e &&
+                       recs[e].out->data[DT_LARGE - 1] == 'a' + e);
+        qbuf_unref(recs[e].out);
+    }
+    /* cut inside the last record: the shared read comes up short */
+    TEST_REQUIRE(truncate(path, (off_t)(N - 1) * DT_REC + DT_REC / 2) == 0);
+    CU_ASSERT_EQUAL(entry_log_read_run(log, recs, N), dio ? 1u + N : (size_t)N);
+    for (int e = 0; e < N - 1; e++) {
+        CU_ASSERT_EQUAL(recs[e].rc, 0);
+        CU_ASSERT_TRUE(recs[e].out && recs[e].out->len == DT_LARGE &&
+                       recs[e].out->data[0] == 'a' + e &&
+                       recs[e].out->data[DT_LARGE - 1] == 'a' + e);
+        qbuf_unref(recs[e].out);
+    }
+    CU_ASSERT_EQUAL(recs[N - 1].rc, QE_CORRUPT);
+    CU_ASSERT_PTR_NULL(recs[N - 1].out);
+    /* the records before the cut still share one read */
+    CU_ASSERT_EQUAL(entry_log_read_run(log, recs, N - 1), dio ? 1u : (size_t)N - 1);
+    for (int e = 0; e < N - 1; e++) {
+        CU_ASSERT_EQUAL(recs[e].rc, 0);
+        qbuf_unref(recs[e].out);
+    }
+    log_table_free(&t);
+    free(data);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* Re-adds (before fencing, or recovery adds) move an entry between a direct
  * log and the flush's log, both ways, whichever has the higher id: after a
  * crash and after a clean reopen, the newest version is the one read. */
@@ -677,6 +744,8 @@ void bookie_direct_register(void)
                 test_direct_no_payload_in_write_cache);
     CU_add_test(s, "large reads of next entries share one disk read; a bad record fails alone",
                 test_direct_reads_in_runs);
+    CU_add_test(s, "a run whose shared read fails: each record read alone, its own result",
+                test_run_shared_read_fails);
     CU_add_test(s, "re-adds across direct and flushed logs: newest wins",
                 test_direct_readd_newest_wins);
     CU_add_test(s, "a re-add replaces what the read cache holds", test_readd_forgets_read_cache);
