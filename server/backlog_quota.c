@@ -378,22 +378,17 @@ void backlog_quota_on_publish(topic_t *t)
     enforce_size(t, &st);
 }
 
-void backlog_quota_check_all(broker_t *b)
+void backlog_quota_check_topic(topic_t *t)
 {
-    qmap_iter_t it = {0};
-    void *v;
-    while (qmap_next(b->topics, &it, NULL, &v)) {
-        topic_t *t = v;
-        if (t->state != TOPIC_READY || !t->ml)
-            continue;
-        backlog_quota_state_t st = {0};
-        quota_limits(t, &st);
-        if (st.limit_size_bytes < 0 && st.limit_time_s < 0)
-            continue; /* no quota (the default): skip the backlog walk, 100,000 topics idle */
-        backlog_quota_state(t, &st);
-        enforce_size(t, &st);
-        check_age(t, &st);
-    }
+    if (t->state != TOPIC_READY || !t->ml)
+        return;
+    backlog_quota_state_t st = {0};
+    quota_limits(t, &st);
+    if (st.limit_size_bytes < 0 && st.limit_time_s < 0)
+        return; /* no quota (the default): skip the backlog walk, 100,000 topics idle */
+    backlog_quota_state(t, &st);
+    enforce_size(t, &st);
+    check_age(t, &st);
 }
 
 void backlog_quota_view(topic_t *t, struct broker_admin_topic_view *v)

@@ -26,6 +26,7 @@
 #include "common/hashmap.h"
 #include "server/broker.h"
 #include "server/codec/topic_name.h"
+#include "server/sweep.h"
 #include "server/auth.h"
 #include "server/tls.h"
 #include "storage/managed/cursor.h"
@@ -87,8 +88,9 @@ struct broker {
     qloop_mailbox_t *mailbox;        /* defers callbacks so none runs inline */
     qmap_t *ns_policies;             /* namespace -> cached policies (ns_policies.c) */
     struct schema_registry *schemas; /* schema registry cache (schema.c), made on first use */
-    /* periodic checks (maintenance.h): TTL, subscription expiry, backlog quotas */
-    ev_timer expiry_timer, sub_expiry_timer, quota_timer, compaction_timer;
+    /* periodic checks of every loaded topic (maintenance.h), in slices (sweep.h):
+     * TTL, subscription expiry, backlog quotas, the compaction threshold */
+    sweep_t expiry_sweep, sub_expiry_sweep, quota_sweep, compaction_sweep;
     struct broker_security *sec; /* TLS listener, authentication, limits (security.c) */
 };
 

@@ -928,12 +928,9 @@ static void auto_check(topic_t *t)
 /* One broker-wide timer (brokerServiceCompactionMonitorIntervalInSeconds) checks
  * every loaded topic in turn: a timer per topic woke the loop 1,700 times a
  * second at 100,000 idle topics. */
-void compaction_check_all(broker_t *b)
+void compaction_check_topic(topic_t *t)
 {
-    qmap_iter_t it = {0};
-    void *v;
-    while (qmap_next(b->topics, &it, NULL, &v))
-        auto_check(v);
+    auto_check(t);
 }
 
 int compaction_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size_t err_len)

@@ -42,9 +42,9 @@ int compaction_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, 
  * compacted view's index) / the topic is being freed. */
 void compaction_topic_load(topic_t *t);
 void compaction_topic_free(topic_t *t);
-/* The automatic-compaction check of every loaded topic (the broker's
- * maintenance timer, every brokerServiceCompactionMonitorIntervalInSeconds). */
-void compaction_check_all(broker_t *b);
+/* The automatic-compaction check of loaded topic t (the broker's maintenance
+ * sweep, every brokerServiceCompactionMonitorIntervalInSeconds). */
+void compaction_check_topic(topic_t *t);
 
 /* consumer.c SUBSCRIBE on persistent topic t: NULL when allowed, else the
  * reason to refuse it with NotAllowedError (read_compacted on a Shared or

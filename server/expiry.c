@@ -1,7 +1,7 @@
 /*
  * expiry.c — message TTL (Pulsar's PersistentMessageExpiryMonitor),
- * expiry of inactive subscriptions, and the broker's periodic timers
- * (maintenance.h).
+ * expiry of inactive subscriptions, and the broker's periodic checks of every
+ * loaded topic, walked in slices (sweep.h; maintenance.h).
  *
  * TTL: every expiry_check_s, for each loaded persistent topic whose TTL
  * (namespace message_ttl_in_seconds, else ttlDurationDefaultInSeconds) is
@@ -267,25 +267,20 @@ int64_t expiry_topic_ttl_s(topic_t *t)
     return t->broker->cfg.delivery.ttl_default_s;
 }
 
-void expiry_check_all(broker_t *b)
+void expiry_check_topic(topic_t *t)
 {
-    int64_t now = clock_wall_ms();
-    qmap_iter_t it = {0};
-    void *v;
-    while (qmap_next(b->topics, &it, NULL, &v)) {
-        topic_t *t = v;
-        if (t->state != TOPIC_READY || !t->ml)
-            continue;
-        int64_t ttl = expiry_topic_ttl_s(t);
-        if (ttl <= 0)
-            continue;
-        qmap_iter_t si = {0};
-        void *sv;
-        while (qmap_next(t->subscriptions, &si, NULL, &sv)) {
-            subscription_t *s = sv;
-            if (s->cursor && !s->opening && !s->closing && !s->expiring)
-                expiry_expire_before(s, now - ttl * 1000, NULL, NULL);
-        }
+    if (t->state != TOPIC_READY || !t->ml)
+        return;
+    int64_t ttl = expiry_topic_ttl_s(t);
+    if (ttl <= 0)
+        return;
+    int64_t cutoff = clock_wall_ms() - ttl * 1000;
+    qmap_iter_t si = {0};
+    void *sv;
+    while (qmap_next(t->subscriptions, &si, NULL, &sv)) {
+        subscription_t *s = sv;
+        if (s->cursor && !s->opening && !s->closing && !s->expiring)
+            expiry_expire_before(s, cutoff, NULL, NULL);
     }
 }
 
@@ -301,111 +296,99 @@ static void sub_deleted(int rc, void *arg)
     free(what);
 }
 
-static void sub_expiry_check_all(broker_t *b)
+static void sub_expiry_check_topic(topic_t *t)
 {
+    broker_t *b = t->broker;
+    if (t->state != TOPIC_READY || !t->ml)
+        return;
     int64_t now = clock_wall_ms();
     int64_t interval_ms = (int64_t)b->cfg.delivery.sub_expiry_check_s * 1000;
-    qmap_iter_t it = {0};
-    void *v;
-    while (qmap_next(b->topics, &it, NULL, &v)) {
-        topic_t *t = v;
-        if (t->state != TOPIC_READY || !t->ml)
+    const ns_policies_t *p = topic_policies(t);
+    int64_t limit_s = p && p->subscription_expiration_min >= 0 ? p->subscription_expiration_min * 60
+                                                               : b->cfg.delivery.sub_expiration_s;
+    /* Collect first: deleting changes the map being walked. */
+    char **victims = NULL;
+    size_t nv = 0;
+    qmap_iter_t si = {0};
+    void *sv;
+    while (qmap_next(t->subscriptions, &si, NULL, &sv)) {
+        subscription_t *s = sv;
+        if (s->consumers_count > 0 || s->active_until_ms == 0) {
+            s->active_until_ms = now + interval_ms;
             continue;
-        const ns_policies_t *p = topic_policies(t);
-        int64_t limit_s = p && p->subscription_expiration_min >= 0
-                              ? p->subscription_expiration_min * 60
-                              : b->cfg.delivery.sub_expiration_s;
-        /* Collect first: deleting changes the map being walked. */
-        char **victims = NULL;
-        size_t nv = 0;
-        qmap_iter_t si = {0};
-        void *sv;
-        while (qmap_next(t->subscriptions, &si, NULL, &sv)) {
-            subscription_t *s = sv;
-            if (s->consumers_count > 0 || s->active_until_ms == 0) {
-                s->active_until_ms = now + interval_ms;
-                continue;
-            }
-            if (limit_s <= 0 || !s->durable || !s->cursor || s->opening || s->closing)
-                continue;
-            if (now - s->active_until_ms < limit_s * 1000)
-                continue;
-            char **nvv = realloc(victims, (nv + 1) * sizeof *nvv);
-            if (!nvv)
-                break;
-            victims = nvv;
-            victims[nv] = strdup(s->name);
-            if (victims[nv])
-                nv++;
         }
-        for (size_t i = 0; i < nv; i++) {
-            char *what = NULL;
-            if (asprintf(&what, "%s / %s", t->name, victims[i]) < 0)
-                what = NULL;
-            if (what &&
-                broker_admin_subscription_delete(b, t->name, victims[i], sub_deleted, what) < 0)
-                free(what);
-            free(victims[i]);
-        }
-        free(victims);
+        if (limit_s <= 0 || !s->durable || !s->cursor || s->opening || s->closing)
+            continue;
+        if (now - s->active_until_ms < limit_s * 1000)
+            continue;
+        char **nvv = realloc(victims, (nv + 1) * sizeof *nvv);
+        if (!nvv)
+            break;
+        victims = nvv;
+        victims[nv] = strdup(s->name);
+        if (victims[nv])
+            nv++;
     }
+    for (size_t i = 0; i < nv; i++) {
+        char *what = NULL;
+        if (asprintf(&what, "%s / %s", t->name, victims[i]) < 0)
+            what = NULL;
+        if (what && broker_admin_subscription_delete(b, t->name, victims[i], sub_deleted, what) < 0)
+            free(what);
+        free(victims[i]);
+    }
+    free(victims);
 }
 
-/* --------------------------------------------------------------- timers -- */
+/* --------------------------------------------------------------- sweeps -- */
 
-static void expiry_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+/* Each check visits every loaded topic, a slice per loop iteration
+ * (sweep.h): at 100,000 topics a check in one go held the loop 40-60 ms. */
+static void expiry_visit(void *ctx, void *topic)
 {
-    (void)loop;
-    (void)revents;
-    expiry_check_all(w->data);
+    (void)ctx;
+    expiry_check_topic(topic);
 }
 
-static void sub_expiry_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void sub_expiry_visit(void *ctx, void *topic)
 {
-    (void)loop;
-    (void)revents;
-    sub_expiry_check_all(w->data);
+    (void)ctx;
+    sub_expiry_check_topic(topic);
 }
 
-static void quota_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void quota_visit(void *ctx, void *topic)
 {
-    (void)loop;
-    (void)revents;
-    backlog_quota_check_all(w->data);
+    (void)ctx;
+    backlog_quota_check_topic(topic);
 }
 
-static void compaction_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void compaction_visit(void *ctx, void *topic)
 {
-    (void)loop;
-    (void)revents;
-    compaction_check_all(w->data);
+    (void)ctx;
+    compaction_check_topic(topic);
 }
 
 void broker_maintenance_start(broker_t *b)
 {
     const broker_delivery_config_t *c = &b->cfg.delivery;
-    ev_timer_init(&b->expiry_timer, expiry_timer_cb, c->expiry_check_s, c->expiry_check_s);
-    b->expiry_timer.data = b;
-    ev_timer_start(b->loop, &b->expiry_timer);
-    ev_timer_init(&b->sub_expiry_timer, sub_expiry_timer_cb, c->sub_expiry_check_s,
-                  c->sub_expiry_check_s);
-    b->sub_expiry_timer.data = b;
-    ev_timer_start(b->loop, &b->sub_expiry_timer);
-    ev_timer_init(&b->quota_timer, quota_timer_cb, c->quota_check_s, c->quota_check_s);
-    b->quota_timer.data = b;
+    sweep_init(&b->expiry_sweep, b->loop, &b->topics, c->expiry_check_s, expiry_visit, b);
+    sweep_start(&b->expiry_sweep);
+    sweep_init(&b->sub_expiry_sweep, b->loop, &b->topics, c->sub_expiry_check_s, sub_expiry_visit,
+               b);
+    sweep_start(&b->sub_expiry_sweep);
+    sweep_init(&b->quota_sweep, b->loop, &b->topics, c->quota_check_s, quota_visit, b);
     if (c->quota_check_enabled)
-        ev_timer_start(b->loop, &b->quota_timer);
+        sweep_start(&b->quota_sweep);
     double every = b->cfg.compaction_monitor_s;
-    ev_timer_init(&b->compaction_timer, compaction_timer_cb, every, every);
-    b->compaction_timer.data = b;
+    sweep_init(&b->compaction_sweep, b->loop, &b->topics, every, compaction_visit, b);
     if (every > 0)
-        ev_timer_start(b->loop, &b->compaction_timer);
+        sweep_start(&b->compaction_sweep);
 }
 
 void broker_maintenance_stop(broker_t *b)
 {
-    ev_timer_stop(b->loop, &b->expiry_timer);
-    ev_timer_stop(b->loop, &b->sub_expiry_timer);
-    ev_timer_stop(b->loop, &b->quota_timer);
-    ev_timer_stop(b->loop, &b->compaction_timer);
+    sweep_stop(&b->expiry_sweep);
+    sweep_stop(&b->sub_expiry_sweep);
+    sweep_stop(&b->quota_sweep);
+    sweep_stop(&b->compaction_sweep);
 }

@@ -1,9 +1,9 @@
 /*
  * maintenance.h — what the broker enforces on its loaded persistent topics
  * besides serving clients: message TTL and inactive-subscription expiry
- * (expiry.c), backlog quotas (backlog_quota.c), and the periodic timers that
- * drive them (expiry.c). Keys and defaults: delivery_config.h. Private to
- * server/; loop thread only.
+ * (expiry.c), backlog quotas (backlog_quota.c), and the periodic sweeps that
+ * drive them, a slice of topics per loop iteration (expiry.c, sweep.h). Keys
+ * and defaults: delivery_config.h. Private to server/; loop thread only.
  *
  * Every change these make to a subscription goes through its cursor's
  * mark-delete position (ml_cursor_ack_cumulative), exactly as a consumer's
@@ -36,8 +36,8 @@ int expiry_expire_before(subscription_t *s, int64_t cutoff_ms, expiry_done_fn cb
 /* The TTL in seconds that applies to t (namespace policy, else the broker
  * default); 0 = none. */
 int64_t expiry_topic_ttl_s(topic_t *t);
-/* Runs the TTL check on every loaded topic now (the timer's work). */
-void expiry_check_all(broker_t *b);
+/* The TTL check of loaded topic t (the maintenance sweep's work). */
+void expiry_check_topic(topic_t *t);
 
 /* ----------------------------------------------------- backlog_quota.c -- */
 
@@ -59,8 +59,8 @@ void backlog_quota_state(topic_t *t, backlog_quota_state_t *st);
 int backlog_quota_admit_producer(topic_t *t, pb_error_t *err, const char **why);
 /* An entry was added to t: checks the size quota (at most once a second). */
 void backlog_quota_on_publish(topic_t *t);
-/* Runs the quota check on every loaded topic now (the timer's work). */
-void backlog_quota_check_all(broker_t *b);
+/* The quota check of loaded topic t (the maintenance sweep's work). */
+void backlog_quota_check_topic(topic_t *t);
 /* Fills the quota fields of an admin topic view (stats, metrics). */
 struct broker_admin_topic_view;
 void backlog_quota_view(topic_t *t, struct broker_admin_topic_view *v);

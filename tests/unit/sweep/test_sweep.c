@@ -1,0 +1,155 @@
+/*
+ * test_sweep.c — the broker's periodic walks over its topics in slices
+ * (server/sweep.c): every entry visited once per walk, at most SWEEP_SLICE
+ * of them per loop iteration, a period that comes during a walk does not
+ * restart it, entries removed before their turn are not visited, and a stop
+ * ends a walk in progress.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/sweep.h"
+#include "tests/unit/support/test_support.h"
+
+enum { N = 5000 };
+
+typedef struct fixture {
+    qmap_t *map;
+    int count[N];     /* visits of entry i */
+    int idx[N];       /* the values: &idx[i] == i */
+    uint32_t visited; /* since the last loop iteration */
+    uint32_t iter_max, iters_visiting;
+    sweep_t sw;
+    bool removing; /* remove the odd entries not yet visited after the first slice */
+    bool stop_after_first;
+    bool done;
+    uint64_t later; /* visits of walks after the first */
+} fixture_t;
+
+static void key_of(int i, char *k, size_t n)
+{
+    snprintf(k, n, "persistent://t/ns/topic-%d", i);
+}
+
+static void visit(void *ctx, void *value)
+{
+    fixture_t *f = ctx;
+    if (f->sw.sweeps > 0) { /* the next period's walk, begun before the test stopped */
+        f->later++;
+        return;
+    }
+    f->visited++; /* of the first walk, in this loop iteration */
+    f->count[*(int *)value]++;
+}
+
+/* Before the loop waits (after every iteration): what this iteration visited. */
+static void prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    fixture_t *f = w->data;
+    if (f->visited) {
+        f->iters_visiting++;
+        if (f->visited > f->iter_max)
+            f->iter_max = f->visited;
+    }
+    f->visited = 0;
+    if (f->iters_visiting == 1 && f->removing) {
+        f->removing = false;
+        for (int i = 1; i < N; i += 2) {
+            if (f->count[i] == 0) {
+                char k[64];
+                key_of(i, k, sizeof k);
+                qmap_remove(f->map, k);
+                f->count[i] = -1000; /* must stay below 0 */
+            }
+        }
+    }
+    if (f->iters_visiting == 1 && f->stop_after_first)
+        sweep_stop(&f->sw);
+    if (f->sw.sweeps >= 1 || (f->stop_after_first && f->iters_visiting >= 1))
+        f->done = true;
+}
+
+static void fixture_run(fixture_t *f, double period_s)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    f->map = qmap_new();
+    TEST_REQUIRE(loop != NULL && f->map != NULL);
+    for (int i = 0; i < N; i++) {
+        char k[64];
+        key_of(i, k, sizeof k);
+        f->idx[i] = i;
+        TEST_REQUIRE(qmap_put(f->map, k, &f->idx[i]) == 0);
+    }
+    ev_prepare prep;
+    ev_prepare_init(&prep, prepare_cb);
+    prep.data = f;
+    ev_prepare_start(loop, &prep);
+    sweep_init(&f->sw, loop, &f->map, period_s, visit, f);
+    sweep_start(&f->sw);
+    CU_ASSERT_TRUE(test_run_until(loop, &f->done, 10.0));
+    sweep_stop(&f->sw);
+    ev_prepare_stop(loop, &prep);
+    test_run_for(loop, 0.02); /* nothing more may run */
+    qmap_free(f->map);
+    ev_loop_destroy(loop);
+}
+
+static void test_walk_in_slices(void)
+{
+    static fixture_t f;
+    memset(&f, 0, sizeof f);
+    fixture_run(&f, 0.001); /* periods come during the walk: it goes on, once */
+    int once = 0;
+    for (int i = 0; i < N; i++)
+        once += f.count[i] == 1;
+    CU_ASSERT_EQUAL(once, N);
+    CU_ASSERT_EQUAL(f.sw.visits, (uint64_t)N + f.later);
+    CU_ASSERT_TRUE(f.sw.slice_max >= 1 && f.sw.slice_max <= SWEEP_SLICE);
+    CU_ASSERT_TRUE(f.iter_max <= SWEEP_SLICE);
+    CU_ASSERT_TRUE(f.iters_visiting >= (N + SWEEP_SLICE - 1) / SWEEP_SLICE);
+}
+
+static void test_removed_not_visited(void)
+{
+    static fixture_t f;
+    memset(&f, 0, sizeof f);
+    f.removing = true;
+    fixture_run(&f, 0.001);
+    int removed = 0, bad = 0;
+    for (int i = 0; i < N; i++) {
+        if (f.count[i] < 0)
+            removed++, bad += f.count[i] != -1000;
+        else
+            bad += f.count[i] != 1;
+    }
+    CU_ASSERT_TRUE(removed > 0);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(f.sw.visits, (uint64_t)(N - removed) + f.later);
+}
+
+static void test_stop_ends_walk(void)
+{
+    static fixture_t f;
+    memset(&f, 0, sizeof f);
+    f.stop_after_first = true;
+    fixture_run(&f, 0.001);
+    CU_ASSERT_TRUE(f.sw.visits >= 1 && f.sw.visits == f.sw.slice_max); /* one slice */
+    CU_ASSERT_EQUAL(f.sw.sweeps, 0);
+    CU_ASSERT_FALSE(f.sw.walking);
+}
+
+static void register_suites(void)
+{
+    CU_pSuite s = CU_add_suite("sweep", NULL, NULL);
+    CU_add_test(s, "every entry once, a slice per loop iteration", test_walk_in_slices);
+    CU_add_test(s, "entries removed before their turn are not visited", test_removed_not_visited);
+    CU_add_test(s, "a stop ends the walk in progress", test_stop_ends_walk);
+}
+
+int main(int argc, char **argv)
+{
+    return test_main(argc, argv, register_suites);
+}
