@@ -51,6 +51,11 @@
 #define HTTP_SCRATCH_BYTES (64u * 1024u)
 #define HTTP_RESP_HEADERS_MAX 8192u
 #define HTTP_LINGER_S 2.0
+/* An answer's body from this size on is written from its own buffer, not
+ * copied behind the head: a /metrics answer of 100,000 topics is hundreds of
+ * MB, and its copy (with the write buffer's growth and page faults) held the
+ * loop for a second or more (docs/performance.md, session 22). */
+#define HTTP_BODY_ADOPT_MIN (64u * 1024u)
 
 typedef struct http_conn http_conn_t;
 
@@ -89,9 +94,13 @@ struct http_conn {
     http_exchange_t *queue_head, *queue_tail;
     uint32_t queue_count;
     int err_status; /* set by a parser callback that refused the request */
-    /* written bytes: wbuf[wpos..wlen) still to send */
+    /* written bytes: wbuf[wpos..wlen) still to send, then body[body_pos..body_len)
+     * (a large answer's own body, HTTP_BODY_ADOPT_MIN; no answer is serialized
+     * behind it until it is written) */
     char *wbuf;
     size_t wpos, wlen, wcap;
+    char *body;
+    size_t body_pos, body_len;
     /* read but not parsed while the pipeline was full */
     char *stash;
     size_t stash_len;
@@ -150,6 +159,13 @@ const char *http_status_text(int status)
 
 static void conn_close(http_conn_t *c, const char *why);
 static void conn_flush(http_conn_t *c);
+
+/* Bytes of answers not yet written. */
+static size_t conn_unwritten(const http_conn_t *c)
+{
+    return c->wlen - c->wpos + (c->body ? c->body_len - c->body_pos : 0);
+}
+
 static void conn_feed(http_conn_t *c, const char *data, size_t len);
 static void conn_arm_timer(http_conn_t *c);
 
@@ -423,7 +439,7 @@ static int on_headers_complete(http_parser *p)
     }
     const char *expect = http_request_header(ex, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 && c->queue_count == 0 &&
-        c->wlen == c->wpos)
+        conn_unwritten(c) == 0)
         conn_send_continue(c);
     return 0;
 }
@@ -507,7 +523,7 @@ static void conn_arm_timer(http_conn_t *c)
         return;
     if (c->lingering)
         deadline = c->last_write + HTTP_LINGER_S;
-    else if (c->wlen > c->wpos)
+    else if (conn_unwritten(c) > 0)
         deadline = c->last_write + s->cfg.write_timeout_s;
     else if (c->receiving)
         deadline = c->request_started + s->cfg.request_timeout_s;
@@ -548,6 +564,7 @@ static void conn_free(http_conn_t *c)
         c->next->prev = c->prev;
     s->conns_count--;
     free(c->wbuf);
+    free(c->body);
     free(c->stash);
     free(c);
 }
@@ -579,7 +596,8 @@ static int conn_serialize(http_conn_t *c, http_exchange_t *ex)
         n += snprintf(head + n, sizeof head - (size_t)n, "Connection: close\r\n");
     if (ex->method == HTTP_HEAD)
         body_len = 0;
-    size_t need = (size_t)n + ex->resp_headers_len + 2 + body_len;
+    bool adopt = body_len >= HTTP_BODY_ADOPT_MIN;
+    size_t need = (size_t)n + ex->resp_headers_len + 2 + (adopt ? 0 : body_len);
     if (c->wlen + need > c->wcap) {
         if (c->wpos > 0) {
             memmove(c->wbuf, c->wbuf + c->wpos, c->wlen - c->wpos);
@@ -603,7 +621,12 @@ static int conn_serialize(http_conn_t *c, http_exchange_t *ex)
     }
     memcpy(c->wbuf + c->wlen, "\r\n", 2);
     c->wlen += 2;
-    if (body_len) {
+    if (adopt) { /* written from its own buffer, after the head */
+        c->body = ex->resp_body;
+        ex->resp_body = NULL;
+        c->body_pos = 0;
+        c->body_len = body_len;
+    } else if (body_len) {
         memcpy(c->wbuf + c->wlen, ex->resp_body, body_len);
         c->wlen += body_len;
     }
@@ -614,18 +637,27 @@ static int conn_serialize(http_conn_t *c, http_exchange_t *ex)
 static int conn_write(http_conn_t *c)
 {
     http_server_t *s = c->server;
-    while (c->wpos < c->wlen) {
-        ssize_t n = conn_io_write(&c->io, c->wbuf + c->wpos, c->wlen - c->wpos);
+    for (;;) {
+        bool head = c->wpos < c->wlen; /* the write buffer first, then the body */
+        if (!head && !(c->body && c->body_pos < c->body_len))
+            break;
+        ssize_t n = head ? conn_io_write(&c->io, c->wbuf + c->wpos, c->wlen - c->wpos)
+                         : conn_io_write(&c->io, c->body + c->body_pos, c->body_len - c->body_pos);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         if (n <= 0)
             return -errno;
-        c->wpos += (size_t)n;
+        *(head ? &c->wpos : &c->body_pos) += (size_t)n;
         c->last_write = c->last_activity = ev_now(s->loop);
     }
-    if (c->wpos == c->wlen) {
+    if (c->body && c->body_pos == c->body_len) {
+        free(c->body);
+        c->body = NULL;
+        c->body_pos = c->body_len = 0;
+    }
+    if (conn_unwritten(c) == 0) {
         ev_io_stop(s->loop, &c->wio);
         free(c->wbuf); /* lazily allocated again for the next answer */
         c->wbuf = NULL;
@@ -653,7 +685,8 @@ static void conn_linger(http_conn_t *c)
 static void conn_flush(http_conn_t *c)
 {
     http_server_t *s = c->server;
-    while (c->queue_head && c->queue_head->answered && !c->ending) {
+more:
+    while (c->queue_head && c->queue_head->answered && !c->ending && !c->body) {
         http_exchange_t *ex = c->queue_head;
         c->queue_head = ex->next;
         if (!c->queue_head)
@@ -679,8 +712,11 @@ static void conn_flush(http_conn_t *c)
         conn_close(c, "write failed");
         return;
     }
+    if (!c->body && conn_unwritten(c) == 0 && c->queue_head && c->queue_head->answered &&
+        !c->ending)
+        goto more; /* a large body went out whole: the answers queued behind it */
     if (c->ending) {
-        if (c->wpos == c->wlen && !c->lingering)
+        if (conn_unwritten(c) == 0 && !c->lingering)
             conn_linger(c);
         conn_arm_timer(c);
         return;
@@ -696,9 +732,9 @@ static void conn_flush(http_conn_t *c)
         free(data);
     }
     if (!c->stash && !c->read_done && c->queue_count < s->cfg.pipeline_max &&
-        c->wlen - c->wpos < s->cfg.response_bytes_max)
+        conn_unwritten(c) < s->cfg.response_bytes_max)
         conn_start_reading(c);
-    else if (c->wlen - c->wpos >= s->cfg.response_bytes_max)
+    else if (conn_unwritten(c) >= s->cfg.response_bytes_max)
         conn_stop_reading(c);
     conn_arm_timer(c);
 }
@@ -791,7 +827,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     if (n <= 0) {
-        if (c->lingering || n < 0 || (c->queue_count == 0 && c->wpos == c->wlen)) {
+        if (c->lingering || n < 0 || (c->queue_count == 0 && conn_unwritten(c) == 0)) {
             conn_close(c, n < 0 ? "read failed" : "closed by the client");
             return;
         }
@@ -841,10 +877,10 @@ static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     http_conn_t *c = w->data;
-    const char *why = c->lingering        ? NULL
-                      : c->wlen > c->wpos ? "client does not read its answers"
-                      : c->receiving      ? "request not complete in time"
-                                          : "idle";
+    const char *why = c->lingering            ? NULL
+                      : conn_unwritten(c) > 0 ? "client does not read its answers"
+                      : c->receiving          ? "request not complete in time"
+                                              : "idle";
     if (why && strcmp(why, "idle") != 0)
         log_warn("http", "%s: closing: %s", c->peer, why);
     conn_close(c, why);

@@ -178,7 +178,7 @@ static void topic_view(topic_t *t, broker_admin_topic_view_t *v)
     backlog_quota_view(t, v); /* backlog_quota.c */
 }
 
-void broker_admin_counts(broker_t *b, broker_admin_counts_t *out)
+void broker_admin_counts_no_topics(broker_t *b, broker_admin_counts_t *out)
 {
     memset(out, 0, sizeof *out);
     out->connections = b->conns_count;
@@ -190,6 +190,16 @@ void broker_admin_counts(broker_t *b, broker_admin_counts_t *out)
     out->socket_writes = b->socket_writes;
     if (b->mlf)
         ml_factory_cache_info(b->mlf, &out->cache);
+}
+
+size_t broker_admin_topics_count(broker_t *b)
+{
+    return qmap_size(b->topics);
+}
+
+void broker_admin_counts(broker_t *b, broker_admin_counts_t *out)
+{
+    broker_admin_counts_no_topics(b, out);
     qmap_iter_t it = {0};
     void *v;
     while (qmap_next(b->topics, &it, NULL, &v)) {
@@ -208,16 +218,29 @@ void broker_admin_counts(broker_t *b, broker_admin_counts_t *out)
 
 void broker_admin_topics(broker_t *b, broker_admin_topic_fn fn, void *arg)
 {
-    qmap_iter_t it = {0};
+    size_t pos = 0;
+    broker_admin_topics_step(b, &pos, UINT32_MAX, fn, arg); /* no budget: all at once */
+}
+
+bool broker_admin_topics_step(broker_t *b, size_t *pos, uint32_t budget_us,
+                              broker_admin_topic_fn fn, void *arg)
+{
+    uint64_t t0 = clock_mono_us();
+    qmap_iter_t it = {*pos};
     void *v;
-    while (qmap_next(b->topics, &it, NULL, &v)) {
+    bool more;
+    while ((more = qmap_next(b->topics, &it, NULL, &v))) {
         topic_t *t = v;
         if (t->state != TOPIC_READY)
             continue;
         broker_admin_topic_view_t view;
         topic_view(t, &view);
         fn(&view, arg);
+        if (clock_mono_us() - t0 >= budget_us)
+            break;
     }
+    *pos = it.pos;
+    return !more;
 }
 
 void broker_admin_traffic_drain(broker_t *b, broker_admin_traffic_fn fn, void *arg)

@@ -129,8 +129,20 @@ typedef void (*broker_admin_subscription_fn)(const broker_admin_subscription_vie
 typedef void (*broker_admin_consumer_fn)(const broker_admin_consumer_view_t *v, void *arg);
 
 void broker_admin_counts(broker_t *b, broker_admin_counts_t *out);
+/* The same without the walk over every topic: topics, subscriptions,
+ * producers and consumers left 0. */
+void broker_admin_counts_no_topics(broker_t *b, broker_admin_counts_t *out);
+/* Topics in the broker's map (loaded or loading). */
+size_t broker_admin_topics_count(broker_t *b);
 /* Every loaded (ready) topic. */
 void broker_admin_topics(broker_t *b, broker_admin_topic_fn fn, void *arg);
+/* The same walk in steps, for a caller that lets the loop serve its sockets
+ * between them (a /metrics scrape of 100,000 topics took the loop for 0.4-2 s
+ * in one go): from where *pos left off (0 to begin), views for about budget_us
+ * (at least one topic). True when every topic has been visited. Topics loaded
+ * or unloaded between steps may be visited or not (sweep.h's rules). */
+bool broker_admin_topics_step(broker_t *b, size_t *pos, uint32_t budget_us,
+                              broker_admin_topic_fn fn, void *arg);
 /* Every topic whose traffic counters moved since the previous call, then each
  * of its subscriptions; then forgets them. O(topics that moved and their
  * subscriptions): a topic whose clients are idle costs nothing. Between two

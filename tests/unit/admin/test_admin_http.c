@@ -130,6 +130,14 @@ static void echo_handler(http_exchange_t *ex, void *arg)
         ev_timer_start(test_loop, &l->timer);
         return;
     }
+    if (strncmp(url, "/big/", 5) == 0) { /* N bytes: byte i is 'a' + i % 23 */
+        size_t n = strtoul(url + 5, NULL, 10);
+        char *b = malloc(n ? n : 1);
+        for (size_t i = 0; b && i < n; i++)
+            b[i] = (char)('a' + i % 23);
+        http_respond_take(ex, 200, "text/plain", b, b ? n : 0);
+        return;
+    }
     size_t blen;
     http_request_body(ex, &blen);
     char body[512];
@@ -177,6 +185,101 @@ static void test_pipelined_in_order(void)
     CU_ASSERT_TRUE(r->closed);
     close(fd);
     free(r);
+    http_server_free(s);
+}
+
+/* Reads into a growing buffer until want responses arrived (or timeout_s). */
+static int client_read_all(struct ev_loop *loop, int fd, char **buf, size_t *len, int want,
+                           double timeout_s)
+{
+    size_t cap = 1 << 16;
+    *buf = malloc(cap + 1);
+    *len = 0;
+    for (double t = 0; *buf && t < timeout_s; t += 0.01) {
+        test_run_for(loop, 0.01);
+        for (;;) {
+            if (*len == cap) {
+                char *p = realloc(*buf, 2 * cap + 1);
+                if (!p)
+                    return -1;
+                *buf = p;
+                cap *= 2;
+            }
+            ssize_t n = recv(fd, *buf + *len, cap - *len, MSG_DONTWAIT);
+            if (n <= 0)
+                break;
+            *len += (size_t)n;
+        }
+        (*buf)[*len] = '\0';
+        if (count_responses(*buf, *len) >= want)
+            break;
+    }
+    return *buf ? count_responses(*buf, *len) : -1;
+}
+
+/* The body of the response that starts at or after from: where, and its length. */
+static const char *resp_body_at(const char *buf, const char *from, size_t *blen)
+{
+    const char *end = strstr(from, "\r\n\r\n");
+    const char *cl = strcasestr(from, "Content-Length: ");
+    if (!end || !cl || cl > end)
+        return NULL;
+    *blen = strtoul(cl + 16, NULL, 10);
+    (void)buf;
+    return end + 4;
+}
+
+static bool pattern_ok(const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != (char)('a' + i % 23))
+            return false;
+    return true;
+}
+
+/* Large bodies are written from their own buffer (HTTP_BODY_ADOPT_MIN), after
+ * their head and before the answers pipelined behind them, also when the
+ * socket takes them a piece at a time; small ones are copied as before. */
+static void test_large_bodies_in_order(void)
+{
+    http_server_config_t cfg;
+    http_server_config_defaults(&cfg);
+    http_server_t *s = start_server(&cfg);
+    int fd = client_connect(http_server_port(s));
+    TEST_REQUIRE(fd >= 0);
+    client_send(fd, "GET /big/8000000 HTTP/1.1\r\nHost: x\r\n\r\n"
+                    "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+                    "GET /big/70000 HTTP/1.1\r\nHost: x\r\n\r\n"
+                    "GET /big/100 HTTP/1.1\r\nHost: x\r\n\r\n"
+                    "GET /b HTTP/1.1\r\nHost: x\r\n\r\n");
+    char *buf = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL(client_read_all(test_loop, fd, &buf, &len, 5, 10.0), 5);
+    TEST_REQUIRE(buf != NULL);
+    size_t sizes[] = {8000000, 0, 70000, 100, 0};
+    const char *echo[] = {NULL, "GET /a 0", NULL, NULL, "GET /b 0"};
+    const char *at = buf;
+    for (int i = 0; i < 5; i++) {
+        size_t blen = 0;
+        const char *b = resp_body_at(buf, at, &blen);
+        TEST_REQUIRE(b != NULL && b + blen <= buf + len);
+        if (echo[i]) {
+            CU_ASSERT_TRUE(blen == strlen(echo[i]) && memcmp(b, echo[i], blen) == 0);
+        } else {
+            CU_ASSERT_TRUE(blen == sizes[i] && pattern_ok(b, blen));
+        }
+        at = b + blen;
+    }
+    CU_ASSERT_EQUAL((size_t)(at - buf), len); /* nothing else */
+    /* keep-alive after them */
+    client_send(fd, "GET /big/65536 HTTP/1.1\r\nHost: x\r\n\r\n");
+    free(buf);
+    CU_ASSERT_EQUAL(client_read_all(test_loop, fd, &buf, &len, 1, 5.0), 1);
+    size_t blen = 0;
+    const char *b = buf ? resp_body_at(buf, buf, &blen) : NULL;
+    CU_ASSERT_TRUE(b && blen == 65536 && pattern_ok(b, blen));
+    free(buf);
+    close(fd);
     http_server_free(s);
 }
 
@@ -326,6 +429,7 @@ void admin_register_http_suite(void)
     CU_pSuite s = CU_add_suite("admin_http", NULL, NULL);
     CU_add_test(s, "pipelined requests answered in order, keep-alive", test_pipelined_in_order);
     CU_add_test(s, "pipeline bound", test_pipeline_bound);
+    CU_add_test(s, "large bodies from their own buffer, in order", test_large_bodies_in_order);
     CU_add_test(s, "body too large -> 413", test_body_too_large);
     CU_add_test(s, "header too large -> 431, garbage -> 400", test_header_too_large_and_garbage);
     CU_add_test(s, "slow client and idle timeouts", test_slow_client_and_idle);
