@@ -39,6 +39,9 @@
  * loop serving its sockets between them: in one go, 100,000 topics took the
  * loop 0.4-2 s (docs/performance.md, session 22). */
 #define METRICS_STEP_US 200
+/* Scrapes taking their snapshot at once; more are refused (503): each holds
+ * a record of every topic (about 40 MB at 100,000 topics). */
+#define METRICS_TAKING_MAX 4
 
 struct metrics_job;
 
@@ -48,6 +51,7 @@ struct admin_metrics {
     ev_timer timer;
     mseries_t *series;          /* "topic" or "topic\x1fsub" */
     struct metrics_job *taking; /* scrapes still taking their snapshot (list) */
+    uint32_t ntaking;
 };
 
 /* --------------------------------------------------------------- sampling -- */
@@ -752,6 +756,7 @@ static void metrics_job_unlink(metrics_job_t *j)
     if (j->next)
         j->next->prev = j->prev;
     j->prev = j->next = NULL;
+    j->m->ntaking--;
 }
 
 static void metrics_job_finish(metrics_job_t *j);
@@ -1015,6 +1020,11 @@ static void metrics_job_done(void *arg)
 
 void admin_metrics_serve(admin_metrics_t *m, admin_req_t *req)
 {
+    if (m->ntaking >= METRICS_TAKING_MAX) {
+        admin_reply_error(req, 503, "%u scrapes are already taking their snapshot",
+                          (unsigned)m->ntaking);
+        return;
+    }
     metrics_job_t *j = calloc(1, sizeof *j);
     if (!j) {
         admin_reply_error(req, 503, "Out of memory");
@@ -1035,6 +1045,7 @@ void admin_metrics_serve(admin_metrics_t *m, admin_req_t *req)
     if (m->taking)
         m->taking->prev = j;
     m->taking = j;
+    m->ntaking++;
     ev_timer_init(&j->step, metrics_job_step, 0., 0.);
     j->step.data = j;
     metrics_job_step(m->a->loop, &j->step, 0); /* the first step now */
