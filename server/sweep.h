@@ -44,6 +44,10 @@ typedef struct sweep {
     ev_timer every; /* the period: starts a walk */
     ev_timer step;  /* the next slice of a walk in progress */
     qmap_iter_t it;
+    /* A walk is in progress. Not the step timer's state: a step that is due is
+     * already inactive (pending) when the period's callback runs first in the
+     * same loop iteration, which then restarted the walk (tried: the sweep's
+     * test fails under ASan's slower slices). */
     bool walking;
     uint64_t sweeps, visits; /* walks finished; entries visited (ever) */
     uint32_t slice_max;      /* most entries one slice visited */
