@@ -101,6 +101,8 @@ struct http_conn {
     size_t wpos, wlen, wcap;
     char *body;
     size_t body_pos, body_len;
+    unsigned int write_iter; /* the loop iteration write_iter_bytes counts */
+    size_t write_iter_bytes; /* written in it, at most HTTP_WRITE_SLICE_BYTES */
     /* read but not parsed while the pipeline was full */
     char *stash;
     size_t stash_len;
@@ -129,7 +131,8 @@ struct http_server {
     char *scratch;
     ev_tstamp last_refusal_log;
     http_parser_settings settings;
-    tls_ctx_t *tls; /* https: every connection is TLS (http_server_set_tls) */
+    tls_ctx_t *tls;   /* https: every connection is TLS (http_server_set_tls) */
+    size_t slice_max; /* most bytes one connection wrote in one loop iteration */
 };
 
 void http_server_config_defaults(http_server_config_t *cfg)
@@ -633,16 +636,25 @@ static int conn_serialize(http_conn_t *c, http_exchange_t *ex)
     return 0;
 }
 
-/* Writes what it can; 0, or a negative code when the connection failed. */
+/* Writes what the socket takes, up to this iteration's slice; 0, or a
+ * negative code when the connection failed. */
 static int conn_write(http_conn_t *c)
 {
     http_server_t *s = c->server;
-    for (;;) {
+    unsigned int iter = ev_iteration(s->loop);
+    if (c->write_iter != iter) {
+        c->write_iter = iter;
+        c->write_iter_bytes = 0;
+    }
+    while (c->write_iter_bytes < HTTP_WRITE_SLICE_BYTES) {
         bool head = c->wpos < c->wlen; /* the write buffer first, then the body */
         if (!head && !(c->body && c->body_pos < c->body_len))
             break;
-        ssize_t n = head ? conn_io_write(&c->io, c->wbuf + c->wpos, c->wlen - c->wpos)
-                         : conn_io_write(&c->io, c->body + c->body_pos, c->body_len - c->body_pos);
+        size_t len = head ? c->wlen - c->wpos : c->body_len - c->body_pos;
+        size_t room = HTTP_WRITE_SLICE_BYTES - c->write_iter_bytes;
+        if (len > room)
+            len = room;
+        ssize_t n = conn_io_write(&c->io, head ? c->wbuf + c->wpos : c->body + c->body_pos, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -650,6 +662,9 @@ static int conn_write(http_conn_t *c)
         if (n <= 0)
             return -errno;
         *(head ? &c->wpos : &c->body_pos) += (size_t)n;
+        c->write_iter_bytes += (size_t)n;
+        if (c->write_iter_bytes > s->slice_max)
+            s->slice_max = c->write_iter_bytes;
         c->last_write = c->last_activity = ev_now(s->loop);
     }
     if (c->body && c->body_pos == c->body_len) {
@@ -1022,6 +1037,11 @@ int http_server_listen(http_server_t *s, const char *address, int port)
 int http_server_port(const http_server_t *s)
 {
     return s->port;
+}
+
+size_t http_server_slice_max(const http_server_t *s)
+{
+    return s->slice_max;
 }
 
 uint32_t http_server_connections(const http_server_t *s)

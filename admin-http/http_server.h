@@ -62,6 +62,13 @@ int http_server_listen(http_server_t *s, const char *address, int port);
 int http_server_port(const http_server_t *s);
 /* Connections open now (tests and metrics). */
 uint32_t http_server_connections(const http_server_t *s);
+/* A connection writes at most this much per loop iteration; the rest waits for
+ * its write watcher. A local client that reads as fast as the loop writes never
+ * fills its socket, so one send of a 600-MB /metrics answer would otherwise copy
+ * it all in one call and hold every producer's receipts for 200 ms. */
+#define HTTP_WRITE_SLICE_BYTES (512u * 1024u)
+/* The most bytes one connection wrote in one loop iteration (tests). */
+size_t http_server_slice_max(const http_server_t *s);
 /* Stops listening, closes every connection (exchanges still with their
  * handlers are orphaned), frees. NULL is ignored. */
 void http_server_free(http_server_t *s);
