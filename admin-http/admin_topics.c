@@ -19,6 +19,7 @@
 #include "admin-http/admin_int.h"
 #include "admin-http/admin_policies.h"
 #include "common/errors.h"
+#include "common/json_out.h"
 #include "common/log.h"
 #include "server/broker_admin.h"
 #include "server/partitions.h"
@@ -67,16 +68,10 @@ static void iso_time(int64_t ms, char *buf, size_t cap)
     snprintf(buf + n, cap - n, ".%03dZ", (int)(ms % 1000));
 }
 
-static json_t *names_array(const char *const *names, size_t n)
-{
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(arr, json_string(names[i]));
-    return arr;
-}
-
 /* ---------------------------------------------------------------- listing -- */
 
+/* Written as text at once: at 100,000 topics a jansson array and its dump
+ * held the loop ~40 ms. */
 static void topics_listed(int rc, const char *const *topics, size_t n, void *arg)
 {
     admin_req_t *req = arg;
@@ -84,7 +79,23 @@ static void topics_listed(int rc, const char *const *topics, size_t n, void *arg
         admin_reply_rc(req, rc, "topics");
         return;
     }
-    admin_reply_json(req, 200, names_array(topics, n));
+    json_out_t o;
+    jo_init(&o, 16 + n * 64);
+    jo_arr(&o);
+    for (size_t i = 0; i < n; i++)
+        jo_str(&o, topics[i]);
+    jo_end(&o);
+    size_t len = 0;
+    int err = 0;
+    char *text = jo_finish(&o, &len, &err);
+    if (!text) {
+        if (err == QE_INVALID) /* jansson would have dropped the name */
+            admin_reply_error(req, 500, "A topic name is not valid UTF-8");
+        else
+            admin_reply_rc(req, err, "topics");
+        return;
+    }
+    admin_reply_raw(req, 200, "application/json", text, len);
 }
 
 static void topics_list_checked(admin_req_t *req)

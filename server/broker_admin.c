@@ -873,16 +873,12 @@ typedef struct plist_ctx {
 static void plist_listed(int rc, const char *const *children, size_t n, void *arg)
 {
     plist_ctx_t *pc = arg;
-    char **names = calloc(n + 1, sizeof *names);
-    size_t count = 0;
-    if (!names && rc == 0)
-        rc = -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        if (asprintf(&names[count], "%s%s", pc->prefix, children[i]) >= 0)
-            count++;
-    pc->cb(rc == QE_NOT_FOUND ? 0 : rc, (const char *const *)names, rc < 0 ? 0 : count, pc->arg);
-    for (size_t i = 0; i < count; i++)
-        free(names[i]);
+    char **names = NULL;
+    int count = rc == 0 ? broker_prefixed_names(pc->prefix, children, n, &names) : 0;
+    if (count < 0)
+        rc = count;
+    pc->cb(rc == QE_NOT_FOUND ? 0 : rc, (const char *const *)names, rc < 0 ? 0 : (size_t)count,
+           pc->arg);
     free(names);
     free(pc);
 }

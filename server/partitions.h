@@ -35,6 +35,9 @@ int broker_partitions_create(broker_t *b, const topic_name_t *tn, int n, broker_
                              void *arg);
 
 enum { BROKER_DOMAIN_PERSISTENT = 1, BROKER_DOMAIN_NON_PERSISTENT = 2 };
+/* prefix + children[i] for each child, sorted, in one allocation (the array
+ * and the text: one free()); their count, or -ENOMEM. */
+int broker_prefixed_names(const char *prefix, const char *const *children, size_t n, char ***out);
 /* Topics of namespace "tenant/ns" in the given domains: every registered
  * persistent topic (partitions by their own names) and loaded non-persistent
  * ones. */

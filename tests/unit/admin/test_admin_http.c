@@ -553,6 +553,43 @@ static void test_service_resources(void)
     svc_stop(&v);
 }
 
+/* Listings are written as JSON text at once: every topic of the namespace
+ * (a partitioned topic by its partitions), sorted whatever the order of
+ * creation; the partitioned list apart; an unknown namespace 404. */
+static void test_topic_listings(void)
+{
+    svc_t v;
+    svc_start(&v);
+    reply_t *r = calloc(1, sizeof *r);
+    TEST_REQUIRE(r != NULL);
+    const char *topics[] = {"b", "a-b", "a"};
+    for (int i = 0; i < 3; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/admin/v2/persistent/public/default/%s", topics[i]);
+        CU_ASSERT_EQUAL(call(&v, "PUT", path, NULL, r), 204);
+    }
+    CU_ASSERT_EQUAL(call(&v, "PUT", "/admin/v2/persistent/public/default/p/partitions", "2", r),
+                    204);
+    CU_ASSERT_EQUAL(call(&v, "GET", "/admin/v2/persistent/public/default", NULL, r), 200);
+    CU_ASSERT_STRING_EQUAL(body_of(r), "[\"persistent://public/default/a\","
+                                       "\"persistent://public/default/a-b\","
+                                       "\"persistent://public/default/b\","
+                                       "\"persistent://public/default/p-partition-0\","
+                                       "\"persistent://public/default/p-partition-1\"]");
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->buf, "Content-Type: application/json"));
+    CU_ASSERT_EQUAL(call(&v, "GET", "/admin/v2/persistent/public/default/partitioned", NULL, r),
+                    200);
+    CU_ASSERT_STRING_EQUAL(body_of(r), "[\"persistent://public/default/p\"]");
+    CU_ASSERT_EQUAL(call(&v, "GET", "/admin/v2/namespaces/public/default/topics?mode=ALL", NULL, r),
+                    200);
+    CU_ASSERT_PTR_NOT_NULL(strstr(body_of(r), "\"persistent://public/default/a-b\""));
+    CU_ASSERT_EQUAL(call(&v, "GET", "/admin/v2/persistent/public/nowhere", NULL, r), 404);
+    CU_ASSERT_EQUAL(call(&v, "GET", "/admin/v2/non-persistent/public/default", NULL, r), 200);
+    CU_ASSERT_STRING_EQUAL(body_of(r), "[]");
+    free(r);
+    svc_stop(&v);
+}
+
 /* Scrapes are rendered on the metrics thread: ten at once (more than its queue
  * of four: the rest are rendered on the loop) all get the whole text; scrapes
  * still queued when the service stops are answered or dropped, never leaked or
@@ -612,6 +649,7 @@ void admin_register_service_suite(void)
 {
     CU_pSuite s = CU_add_suite("admin_service", NULL, NULL);
     CU_add_test(s, "clusters, tenants, namespaces, policies", test_service_resources);
+    CU_add_test(s, "topic listings: sorted, written at once", test_topic_listings);
     CU_add_test(s, "metrics scrapes: concurrent, and queued at stop",
                 test_metrics_scrapes_concurrent_and_at_stop);
 }

@@ -1081,6 +1081,30 @@ static void test_key_shared_held_keys_forgotten_on_seek(void)
     tbroker_stop(tb);
 }
 
+/* Listed names go into one allocation, sorted unless the store listed the
+ * children in order already (the embedded one lists by path, where "b/x"
+ * puts child "b" after "b-c"). */
+static void test_prefixed_names(void)
+{
+    const char *sorted[] = {"a", "a-b", "b"};
+    char **v = NULL;
+    CU_ASSERT_EQUAL(broker_prefixed_names("persistent://t/n/", sorted, 3, &v), 3);
+    TEST_REQUIRE(v != NULL);
+    CU_ASSERT_STRING_EQUAL(v[0], "persistent://t/n/a");
+    CU_ASSERT_STRING_EQUAL(v[1], "persistent://t/n/a-b");
+    CU_ASSERT_STRING_EQUAL(v[2], "persistent://t/n/b");
+    free(v);
+    const char *by_path[] = {"b-c", "b", "a"};
+    CU_ASSERT_EQUAL(broker_prefixed_names("x/", by_path, 3, &v), 3);
+    TEST_REQUIRE(v != NULL);
+    CU_ASSERT_STRING_EQUAL(v[0], "x/a");
+    CU_ASSERT_STRING_EQUAL(v[1], "x/b");
+    CU_ASSERT_STRING_EQUAL(v[2], "x/b-c");
+    free(v);
+    CU_ASSERT_EQUAL(broker_prefixed_names("x/", NULL, 0, &v), 0);
+    free(v);
+}
+
 static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("broker", NULL, NULL);
@@ -1100,6 +1124,7 @@ static void register_suites(void)
     CU_add_test(s, "read buffer back to its size after a burst", test_read_buffer_back_after_burst);
     CU_add_test(s, "writes in slices per loop iteration", test_write_slices);
     CU_add_test(s, "traffic drain: only what moved", test_traffic_drain);
+    CU_add_test(s, "listed names: one allocation, sorted", test_prefixed_names);
     CU_add_test(s, "Key_Shared ring owner as defined, as consumers come and go",
                 test_key_shared_ring_owner);
     CU_add_test(s, "Key_Shared: a moved key waits for its old owner's acks",
