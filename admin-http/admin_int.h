@@ -223,6 +223,8 @@ void admin_metrics_get(admin_req_t *req);
 /* admin_metrics.c: the 1-second sampler of counters, and the exposition */
 admin_metrics_t *admin_metrics_new(admin_service_t *a);
 void admin_metrics_free(admin_metrics_t *m);
+/* The time a scrape's snapshot takes per step (tests: 0 = one topic a step). */
+void admin_metrics_set_step_us(admin_metrics_t *m, uint32_t us);
 /* Rates over the sampler's window (per second); 0 for unknown names. */
 void admin_metrics_topic_rates(admin_metrics_t *m, const char *topic, double *msg_in,
                                double *bytes_in, double *msg_out, double *bytes_out);

@@ -52,6 +52,7 @@ struct admin_metrics {
     mseries_t *series;          /* "topic" or "topic\x1fsub" */
     struct metrics_job *taking; /* scrapes still taking their snapshot (list) */
     uint32_t ntaking;
+    uint32_t step_us; /* METRICS_STEP_US; tests set it lower */
 };
 
 /* --------------------------------------------------------------- sampling -- */
@@ -90,6 +91,7 @@ admin_metrics_t *admin_metrics_new(admin_service_t *a)
     if (!m)
         return NULL;
     m->a = a;
+    m->step_us = METRICS_STEP_US;
     m->series = mseries_new();
     if (!m->series) {
         free(m);
@@ -769,7 +771,7 @@ static void metrics_job_step(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
     metrics_job_t *j = w->data;
-    if (!broker_admin_topics_step(j->m->a->broker, &j->pos, METRICS_STEP_US, snap_topic, &j->sn) &&
+    if (!broker_admin_topics_step(j->m->a->broker, &j->pos, j->m->step_us, snap_topic, &j->sn) &&
         !j->sn.oom) {
         ev_timer_set(&j->step, 0., 0.);
         ev_timer_start(loop, &j->step);
@@ -1049,6 +1051,11 @@ void admin_metrics_serve(admin_metrics_t *m, admin_req_t *req)
     ev_timer_init(&j->step, metrics_job_step, 0., 0.);
     j->step.data = j;
     metrics_job_step(m->a->loop, &j->step, 0); /* the first step now */
+}
+
+void admin_metrics_set_step_us(admin_metrics_t *m, uint32_t us)
+{
+    m->step_us = us;
 }
 
 void admin_metrics_free(admin_metrics_t *m)

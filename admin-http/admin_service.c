@@ -583,6 +583,11 @@ void admin_service_stop(admin_service_t *a)
     admin_maybe_free(a);
 }
 
+void admin_service_set_metrics_step_us(admin_service_t *a, uint32_t us)
+{
+    admin_metrics_set_step_us(a->metrics, us);
+}
+
 void admin_service_set_bookie_stats(admin_service_t *a, admin_bookie_stats_fn fn, void *arg)
 {
     a->bookie_stats = fn;

@@ -36,6 +36,9 @@ int admin_service_start(struct ev_loop *loop, const qconfig_t *conf, broker_t *b
  * standalone runs a bookie in the process and hands its stats over here. */
 typedef void (*admin_bookie_stats_fn)(void *arg, bookie_stats_t *out);
 void admin_service_set_bookie_stats(admin_service_t *a, admin_bookie_stats_fn fn, void *arg);
+/* How long a /metrics scrape's snapshot of the topics takes per loop
+ * iteration, about (200 us; tests: 0 = one topic a step). */
+void admin_service_set_metrics_step_us(admin_service_t *a, uint32_t us);
 /* "http://advertisedAddress:port". */
 const char *admin_service_url(const admin_service_t *a);
 int admin_service_port(const admin_service_t *a);

@@ -18,6 +18,7 @@
 #include "server/broker.h"
 #include "storage/metadata/metadata.h"
 #include "tests/unit/admin/test_admin.h"
+#include "tests/unit/server/server_test.h"
 #include "tests/unit/support/test_support.h"
 
 /* ----------------------------------------------------------------- client -- */
@@ -444,6 +445,7 @@ void admin_register_http_suite(void)
 /* ---------------------------------------------------- the admin service -- */
 
 typedef struct svc {
+    tbroker_t *tb; /* a broker with storage (svc_start_stored), or none */
     struct ev_loop *loop;
     char *dir;
     qconfig_t *conf;
@@ -472,9 +474,30 @@ static void svc_start(svc_t *v)
     test_run_for(v->loop, 0.2); /* bootstrap writes */
 }
 
+/* The same over a broker with storage, whose topics load. */
+static void svc_start_stored(svc_t *v)
+{
+    memset(v, 0, sizeof *v);
+    v->tb = tbroker_start();
+    TEST_REQUIRE(v->tb != NULL);
+    v->loop = tbroker_loop(v->tb);
+    v->broker = tbroker_broker(v->tb);
+    v->md = tbroker_md(v->tb);
+    v->conf = qconfig_new();
+    qconfig_set(v->conf, "webServicePort", "0");
+    TEST_REQUIRE(admin_service_start(v->loop, v->conf, v->broker, v->md, NULL, &v->admin) == 0);
+    v->port = admin_service_port(v->admin);
+    test_run_for(v->loop, 0.2); /* bootstrap writes */
+}
+
 static void svc_stop(svc_t *v)
 {
     admin_service_stop(v->admin); /* NULL: stopped already */
+    if (v->tb) {
+        tbroker_stop(v->tb); /* the broker, its storage and the loop */
+        qconfig_free(v->conf);
+        return;
+    }
     broker_free(v->broker);
     md_store_close(v->md);
     qconfig_free(v->conf);
@@ -590,6 +613,24 @@ static void test_topic_listings(void)
     svc_stop(&v);
 }
 
+static void send_on_new_connections(svc_t *v, int *fds, int n, const char *req)
+{
+    for (int i = 0; i < n; i++) {
+        fds[i] = client_connect(v->port);
+        client_send(fds[i], req);
+    }
+}
+
+/* k loop iterations (requests accepted and read, not all answered), then the
+ * service stops. */
+static void stop_after_iterations(svc_t *v, int k)
+{
+    for (int i = 0; i < k; i++)
+        ev_run(v->loop, EVRUN_NOWAIT);
+    admin_service_stop(v->admin);
+    v->admin = NULL;
+}
+
 /* Scrapes are rendered on the metrics thread: ten at once (more than its queue
  * of four: the rest are rendered on the loop) all get the whole text; scrapes
  * still queued when the service stops are answered or dropped, never leaked or
@@ -601,10 +642,7 @@ static void test_metrics_scrapes_concurrent_and_at_stop(void)
     svc_start(&v);
     const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     int fds[N];
-    for (int i = 0; i < N; i++) {
-        fds[i] = client_connect(v.port);
-        client_send(fds[i], req);
-    }
+    send_on_new_connections(&v, fds, N, req);
     reply_t *r = calloc(1, sizeof *r);
     TEST_REQUIRE(r != NULL);
     int ok = 0;
@@ -617,18 +655,12 @@ static void test_metrics_scrapes_concurrent_and_at_stop(void)
         close(fds[i]);
     }
     CU_ASSERT_EQUAL(ok, N);
-    for (int i = 0; i < N; i++) {
-        fds[i] = client_connect(v.port);
-        client_send(fds[i], req);
-    }
+    send_on_new_connections(&v, fds, N, req);
     /* A few loop iterations: accepted and read (the scrapes handed to the
      * thread), not all answered yet: those are answered by the stop (without
      * the stop's own hold on the service, that freed it under the stop: a
      * use-after-free ASan reported here). */
-    for (int k = 0; k < 4; k++)
-        ev_run(v.loop, EVRUN_NOWAIT);
-    admin_service_stop(v.admin);
-    v.admin = NULL;
+    stop_after_iterations(&v, 4);
     int answered = 0, bad = 0;
     for (int i = 0; i < N; i++) {
         ssize_t n = recv(fds[i], r->buf, sizeof r->buf - 1, MSG_DONTWAIT);
@@ -645,6 +677,69 @@ static void test_metrics_scrapes_concurrent_and_at_stop(void)
     svc_stop(&v);
 }
 
+/* A scrape takes its snapshot of the topics a step at a time (here one topic
+ * a step, so each takes many loop iterations): at most 4 at once, a fifth is
+ * answered 503 at once, the four get every topic; scrapes still taking their
+ * snapshot when the service stops are answered 503. */
+static void test_metrics_snapshot_in_steps(void)
+{
+    enum { TOPICS = 40, N = 5 };
+    svc_t v;
+    svc_start_stored(&v);
+    reply_t *r = calloc(1, sizeof *r);
+    TEST_REQUIRE(r != NULL);
+    for (int i = 0; i < TOPICS; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/admin/v2/persistent/public/default/m-%d", i);
+        CU_ASSERT_EQUAL(call(&v, "PUT", path, NULL, r), 204);
+        strcat(path, "/subscription/s");
+        CU_ASSERT_EQUAL(call(&v, "PUT", path, NULL, r), 204); /* loads the topic */
+    }
+    admin_service_set_metrics_step_us(v.admin, 0);
+    const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    int fds[N];
+    send_on_new_connections(&v, fds, N, req);
+    int ok = 0, refused = 0, whole = 0;
+    for (int i = 0; i < N; i++) {
+        char *buf = NULL;
+        size_t len = 0;
+        client_read_all(v.loop, fds[i], &buf, &len, 1, 10.0);
+        int status = 0;
+        if (buf)
+            sscanf(buf, "HTTP/1.1 %d", &status);
+        ok += status == 200;
+        refused += status == 503 && strstr(buf, "already taking their snapshot") != NULL;
+        int seen = 0;
+        for (int t = 0; status == 200 && t < TOPICS; t++) {
+            char label[96];
+            snprintf(label, sizeof label, "topic=\"persistent://public/default/m-%d\"", t);
+            seen += strstr(buf, label) != NULL;
+        }
+        whole += seen == TOPICS;
+        free(buf);
+        close(fds[i]);
+    }
+    CU_ASSERT_EQUAL(ok, 4);
+    CU_ASSERT_EQUAL(refused, 1);
+    CU_ASSERT_EQUAL(whole, 4);
+    /* Stopped while two scrapes take their snapshot. */
+    send_on_new_connections(&v, fds, 2, req);
+    stop_after_iterations(&v, 4);
+    int stopping = 0;
+    for (int i = 0; i < 2; i++) {
+        ssize_t n = recv(fds[i], r->buf, sizeof r->buf - 1, MSG_DONTWAIT);
+        if (n > 0) {
+            r->buf[n] = '\0';
+            stopping += strncmp(r->buf, "HTTP/1.1 503", 12) == 0 &&
+                        strstr(r->buf, "The service is stopping") != NULL;
+        }
+        close(fds[i]);
+    }
+    CU_ASSERT_EQUAL(stopping, 2);
+    free(r);
+    svc_stop(&v);
+}
+
 void admin_register_service_suite(void)
 {
     CU_pSuite s = CU_add_suite("admin_service", NULL, NULL);
@@ -652,4 +747,6 @@ void admin_register_service_suite(void)
     CU_add_test(s, "topic listings: sorted, written at once", test_topic_listings);
     CU_add_test(s, "metrics scrapes: concurrent, and queued at stop",
                 test_metrics_scrapes_concurrent_and_at_stop);
+    CU_add_test(s, "metrics snapshot in steps: at most 4 at once, stopped mid-way",
+                test_metrics_snapshot_in_steps);
 }

@@ -199,6 +199,11 @@ struct ev_loop *tbroker_loop(tbroker_t *tb)
     return tb->loop;
 }
 
+struct md_store *tbroker_md(tbroker_t *tb)
+{
+    return tb->md;
+}
+
 void tbroker_fail_reads(tbroker_t *tb, int n, int rc)
 {
     tb->flaky->fail_reads = n;
