@@ -160,6 +160,24 @@ static void limits_resolve(const broker_limits_config_t *d, const ns_policies_t 
     v->max_unacked_per_sub = pick(p->max_unacked_messages_per_subscription, d->max_unacked_per_sub);
 }
 
+static bool rate_same(const ns_rate_t *a, const ns_rate_t *b)
+{
+    return a->set == b->set && a->msgs_per_period == b->msgs_per_period &&
+           a->bytes_per_period == b->bytes_per_period && a->period_s == b->period_s &&
+           a->relative_to_publish_rate == b->relative_to_publish_rate;
+}
+
+static bool limits_same(const limits_values_t *a, const limits_values_t *b)
+{
+    return a->publish_msgs == b->publish_msgs && a->publish_bytes == b->publish_bytes &&
+           rate_same(&a->topic_dispatch, &b->topic_dispatch) &&
+           rate_same(&a->sub_dispatch, &b->sub_dispatch) && a->max_producers == b->max_producers &&
+           a->max_consumers == b->max_consumers &&
+           a->max_consumers_per_sub == b->max_consumers_per_sub &&
+           a->max_unacked_per_consumer == b->max_unacked_per_consumer &&
+           a->max_unacked_per_sub == b->max_unacked_per_sub;
+}
+
 /* A dispatch rate's effective messages and bytes per period. */
 static void dispatch_rate_now(const struct topic_limits *tl, const ns_rate_t *r, int64_t *msgs,
                               int64_t *bytes)
@@ -514,8 +532,14 @@ void limits_topic_policies_changed(topic_t *t, const ns_policies_t *p)
     struct topic_limits *tl = t->limits;
     if (!tl)
         return; /* resolved from the cache on first use */
+    limits_values_t nv;
+    limits_resolve(&t->broker->cfg.limits, p, &nv);
+    /* Another policy changed (a TTL, a retention): nothing to do here, nor to
+     * log for each of the namespace's topics (100,000 lines a change). */
+    if (limits_same(&nv, &tl->v))
+        return;
+    tl->v = nv;
     int64_t now = (int64_t)clock_mono_us(), m, by;
-    limits_resolve(&t->broker->cfg.limits, p, &tl->v);
     rate_limiter_set(&tl->publish, tl->v.publish_msgs, tl->v.publish_bytes, 1, now);
     dispatch_rate_now(tl, &tl->v.topic_dispatch, &m, &by);
     rate_limiter_set(&tl->dispatch, m, by, tl->v.topic_dispatch.period_s, now);

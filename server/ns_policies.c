@@ -4,7 +4,9 @@
  * Cache entries live in broker->ns_policies (namespace -> ns_cache_t) for the
  * broker's lifetime: a namespace's entry is small, and it must outlive its
  * watch. Loading: md_get of the document; callers that ask meanwhile wait on
- * the entry. A watch on the key re-reads it after every change.
+ * the entry. A watch on the key re-reads it after every change, and a walk
+ * over the loaded topics in slices (sweep.h) hands the new policies to the
+ * namespace's: at 100,000 topics, in one go, a change held the loop ~320 ms.
  */
 #include "server/ns_policies.h"
 
@@ -34,6 +36,7 @@ typedef struct ns_cache {
     bool reload; /* a change arrived while loading */
     bool dead;   /* the broker is gone; freed when the load in flight completes */
     ns_waiter_t *waiters;
+    sweep_t notify; /* the walk handing the policies to the loaded topics */
 } ns_cache_t;
 
 /* ------------------------------------------------------------- parsing -- */
@@ -159,22 +162,17 @@ int ns_policies_parse(const char *text, size_t len, const char *cluster, ns_poli
 
 /* ------------------------------------------------------------- loading -- */
 
-static void notify_topics(ns_cache_t *e)
+static void notify_topic(void *ctx, void *value)
 {
-    broker_t *b = e->broker;
+    ns_cache_t *e = ctx;
+    topic_t *t = value;
+    const char *rest = strstr(t->name, "://");
+    if (!rest || t->state != TOPIC_READY)
+        return;
+    rest += 3;
     size_t nslen = strlen(e->ns);
-    qmap_iter_t it = {0};
-    const char *name;
-    void *v;
-    while (qmap_next(b->topics, &it, &name, &v)) {
-        const char *rest = strstr(name, "://");
-        if (!rest)
-            continue;
-        rest += 3;
-        if (strncmp(rest, e->ns, nslen) == 0 && rest[nslen] == '/' &&
-            ((topic_t *)v)->state == TOPIC_READY)
-            topic_policies_changed(v, &e->p);
-    }
+    if (strncmp(rest, e->ns, nslen) == 0 && rest[nslen] == '/')
+        topic_policies_changed(t, &e->p);
 }
 
 static void ns_loaded(int rc, const void *value, size_t len, const md_stat_t *st, void *arg)
@@ -208,7 +206,7 @@ static void ns_loaded(int rc, const void *value, size_t len, const md_stat_t *st
         free(w);
         w = next;
     }
-    notify_topics(e);
+    sweep_now(&e->notify); /* each topic gets the policies current at its turn */
     if (e->reload) {
         e->reload = false;
         e->loading = true;
@@ -257,6 +255,7 @@ static ns_cache_t *ns_entry(broker_t *b, const char *ns)
     }
     e->broker = b;
     ns_policies_defaults(&e->p);
+    sweep_init(&e->notify, b->loop, &b->topics, 0, notify_topic, e);
     char path[600];
     snprintf(path, sizeof path, "/admin/policies/%s", ns);
     e->watch = md_watch(b->md, path, MD_WATCH_DATA, ns_watch_fired, e);
@@ -319,6 +318,7 @@ void broker_ns_policies_free(broker_t *b)
     void *v;
     while (qmap_next(b->ns_policies, &it, NULL, &v)) {
         ns_cache_t *e = v;
+        sweep_stop(&e->notify);
         if (e->watch)
             md_unwatch(e->watch);
         while (e->waiters) {

@@ -23,9 +23,12 @@ static void sweep_slice(sweep_t *s)
     if (n > s->slice_max)
         s->slice_max = n;
     if (!more) { /* the map's end */
-        s->walking = false;
         s->sweeps++;
-        return;
+        s->walking = s->again;
+        if (!s->again)
+            return;
+        s->again = false; /* from the start, at the next iteration */
+        s->it = (qmap_iter_t){0};
     }
     ev_timer_set(&s->step, 0., 0.);
     ev_timer_start(s->loop, &s->step);
@@ -45,6 +48,17 @@ static void every_cb(struct ev_loop *loop, ev_timer *w, int revents)
     sweep_t *s = w->data;
     if (s->walking)
         return; /* the last walk is not done: it goes on */
+    s->walking = true;
+    s->it = (qmap_iter_t){0};
+    sweep_slice(s);
+}
+
+void sweep_now(sweep_t *s)
+{
+    if (s->walking) {
+        s->again = true;
+        return;
+    }
     s->walking = true;
     s->it = (qmap_iter_t){0};
     sweep_slice(s);
@@ -70,4 +84,5 @@ void sweep_stop(sweep_t *s)
     ev_timer_stop(s->loop, &s->every);
     ev_timer_stop(s->loop, &s->step);
     s->walking = false;
+    s->again = false;
 }

@@ -1,5 +1,6 @@
 #!/bin/bash
 # gadmin.sh BUILD N URLPATH: as gscrape.sh (session 22), with GET URLPATH of the web service every 5 s
+# (M=POST: POST with the body 100+k for the k-th call, a JSON number, e.g. a namespace's messageTTL)
 # (1-s reports: the per-second publish max), optionally perf record of the server ($PERF)
 B=$1; N=$2; U=$3; shift 3
 D=$(mktemp -d /tmp/quire-bench.XXXX); P=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); W=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
@@ -9,7 +10,7 @@ for i in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$P) 2>/dev/null && break; sle
 for g in $(seq $N); do $B/tools/quire-perf both --service-url pulsar://127.0.0.1:$P --topic-prefix g-x-$g --num-topics 1000 --subscription-position Earliest --rate 1000000 --messages 1000 --messages-per-producer 1 --warmup-seconds 0 --disable-batching --size 100 --report-interval-s 60 --max-connections 1 > /dev/null 2>&1 || echo fail; done
 sleep 2
 if [ -n "$PERF" ]; then perf record $PERF -p $QP -o /tmp/p22/g.perf 2>/dev/null & PF=$!; sleep 0.5; fi
-( for k in 1 2 3 4 5; do sleep 5; /usr/bin/time -f "scrape %e s" curl -s -o /tmp/p22/gadmin.out -w "%{http_code} %{size_download} " http://127.0.0.1:$W$U; done ) & SC=$!
+( for k in 1 2 3 4 5; do sleep 5; /usr/bin/time -f "scrape %e s" curl -s -o /tmp/p22/gadmin.out -w "%{http_code} %{size_download} " ${M:+-X $M -H "Content-Type: application/json" -d $((100+k))} http://127.0.0.1:$W$U; done ) & SC=$!
 $B/tools/quire-perf produce --service-url pulsar://127.0.0.1:$P --topics x-t --size 1024 --rate 20000 --batch-max-delay-ms 1 --seconds 30 --warmup-seconds 0 --report-interval-s 1 > $D/x.txt 2>&1
 [ -n "$PERF" ] && kill -INT $PF && wait $PF
 wait $SC

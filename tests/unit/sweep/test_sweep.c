@@ -3,7 +3,8 @@
  * (server/sweep.c): every entry visited once per walk, at most SWEEP_SLICE
  * of them per loop iteration, a period that comes during a walk does not
  * restart it, entries removed before their turn are not visited, and a stop
- * ends a walk in progress.
+ * ends a walk in progress; a walk asked for at once (no period), and asked
+ * again during it, walks again from the start after it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,12 +142,81 @@ static void test_stop_ends_walk(void)
     CU_ASSERT_FALSE(f.sw.walking);
 }
 
+typedef struct now_fixture {
+    sweep_t sw;
+    int count[N];
+    uint32_t iters_visiting;
+    uint64_t seen; /* sw.visits at the last prepare */
+    bool done;
+} now_fixture_t;
+
+static void now_visit(void *ctx, void *value)
+{
+    now_fixture_t *f = ctx;
+    f->count[*(int *)value]++;
+}
+
+/* The second iteration that visits asks for another walk, during the first. */
+static void now_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    now_fixture_t *f = w->data;
+    if (f->sw.visits > f->seen && ++f->iters_visiting == 2) {
+        CU_ASSERT_TRUE(f->sw.walking);
+        sweep_now(&f->sw);
+    }
+    f->seen = f->sw.visits;
+    f->done = f->sw.sweeps >= 2 && !f->sw.walking;
+}
+
+static void test_walk_now_and_again(void)
+{
+    static now_fixture_t f;
+    static int idx[N];
+    memset(&f, 0, sizeof f);
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    qmap_t *map = qmap_new();
+    TEST_REQUIRE(loop != NULL && map != NULL);
+    for (int i = 0; i < N; i++) {
+        char k[64];
+        key_of(i, k, sizeof k);
+        idx[i] = i;
+        TEST_REQUIRE(qmap_put(map, k, &idx[i]) == 0);
+    }
+    ev_prepare prep;
+    ev_prepare_init(&prep, now_prepare_cb);
+    prep.data = &f;
+    ev_prepare_start(loop, &prep);
+    sweep_init(&f.sw, loop, &map, 0, now_visit, &f); /* no period, no sweep_start */
+    test_run_for(loop, 0.02);
+    CU_ASSERT_EQUAL(f.sw.visits, 0); /* nothing until asked */
+    sweep_now(&f.sw);
+    CU_ASSERT_TRUE(f.sw.visits >= 1 && f.sw.visits < N); /* its first slice, at once */
+    CU_ASSERT_TRUE(f.sw.walking);
+    CU_ASSERT_TRUE(test_run_until(loop, &f.done, 10.0));
+    test_run_for(loop, 0.02); /* no third walk */
+    int twice = 0;
+    for (int i = 0; i < N; i++)
+        twice += f.count[i] == 2;
+    CU_ASSERT_EQUAL(twice, N);
+    CU_ASSERT_EQUAL(f.sw.sweeps, 2);
+    CU_ASSERT_EQUAL(f.sw.visits, 2 * (uint64_t)N);
+    CU_ASSERT_FALSE(f.sw.walking);
+    sweep_stop(&f.sw);
+    ev_prepare_stop(loop, &prep);
+    qmap_free(map);
+    ev_loop_destroy(loop);
+}
+
 static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("sweep", NULL, NULL);
     CU_add_test(s, "every entry once, a slice per loop iteration", test_walk_in_slices);
     CU_add_test(s, "entries removed before their turn are not visited", test_removed_not_visited);
     CU_add_test(s, "a stop ends the walk in progress", test_stop_ends_walk);
+    CU_add_test(s, "a walk at once; asked again during it, another after it",
+                test_walk_now_and_again);
 }
 
 int main(int argc, char **argv)
