@@ -281,11 +281,12 @@ void bkrpc_outq_push(bkrpc_outq_t *q, bkrpc_out_t *m)
     q->bytes += bkrpc_out_size(m);
 }
 
-/* Fills iov from the queue's unsent bytes; returns the count. */
-static int outq_fill_iov(const bkrpc_outq_t *q, struct iovec *iov)
+/* Fills iov from the queue's unsent bytes, at most room of them; returns the
+ * count. */
+static int outq_fill_iov(const bkrpc_outq_t *q, struct iovec *iov, size_t room)
 {
     int n = 0;
-    for (const bkrpc_out_t *m = q->head; m && n + 2 <= BKRPC_IOV_MAX; m = m->next) {
+    for (const bkrpc_out_t *m = q->head; m && n + 2 <= BKRPC_IOV_MAX && room > 0; m = m->next) {
         size_t off = m->sent;
         if (off < m->head_len) {
             iov[n].iov_base = (void *)(m->head + off);
@@ -297,6 +298,13 @@ static int outq_fill_iov(const bkrpc_outq_t *q, struct iovec *iov)
             iov[n].iov_base = m->body->data + (off - m->head_len);
             iov[n++].iov_len = blen - (off - m->head_len);
         }
+    }
+    for (int i = 0; i < n; i++) { /* cut at room */
+        if (iov[i].iov_len >= room) {
+            iov[i].iov_len = room;
+            return i + 1;
+        }
+        room -= iov[i].iov_len;
     }
     return n;
 }
@@ -326,8 +334,11 @@ static void outq_advance(bkrpc_outq_t *q, size_t n)
 int bkrpc_outq_write(bkrpc_outq_t *q, int fd)
 {
     struct iovec iov[BKRPC_IOV_MAX];
+    size_t written = 0;
     while (q->head) {
-        int n = outq_fill_iov(q, iov);
+        if (written >= BKRPC_WRITE_SLICE_BYTES)
+            return 1; /* the rest at the write watcher, after the loop's other events */
+        int n = outq_fill_iov(q, iov, BKRPC_WRITE_SLICE_BYTES - written);
         assert(n > 0);
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
         ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL);
@@ -339,6 +350,7 @@ int bkrpc_outq_write(bkrpc_outq_t *q, int fd)
             return -errno;
         }
         outq_advance(q, (size_t)w);
+        written += (size_t)w;
     }
     assert(q->bytes == 0 && q->count == 0);
     return 0;

@@ -109,8 +109,13 @@ typedef struct bkrpc_outq {
 
 /* Takes ownership of m. */
 void bkrpc_outq_push(bkrpc_outq_t *q, bkrpc_out_t *m);
-/* Writes what the socket takes: 0 when the queue is empty, 1 when the socket
- * is full (wait for EV_WRITE), -errno on a broken connection. */
+/* A call writes at most this much: a peer on the same machine reads as fast as
+ * the loop writes, so the socket never fills, and one call with a catch-up's
+ * megabytes of entries queued would hold every other connection of the loop. */
+#define BKRPC_WRITE_SLICE_BYTES (512u << 10)
+/* Writes what the socket takes, at most BKRPC_WRITE_SLICE_BYTES: 0 when the
+ * queue is empty, 1 when bytes remain (the socket full or the slice written:
+ * wait for EV_WRITE), -errno on a broken connection. */
 int bkrpc_outq_write(bkrpc_outq_t *q, int fd);
 /* Frees every queued frame. */
 void bkrpc_outq_clear(bkrpc_outq_t *q);

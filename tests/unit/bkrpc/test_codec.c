@@ -217,52 +217,98 @@ static void test_codec_refuses_bad_headers(void)
     qbuf_unref(too_big);
 }
 
-/* Many frames through a socketpair with a small send buffer: partial writes
- * resume where they stopped, and the reader sees every frame intact. */
-static void test_codec_partial_writes(void)
+/* One read from fd; the ADD frames it completes are checked in order (entry
+ * *got, then the next). False when nothing was read. */
+static bool read_adds(int fd, bkrpc_reader_t *r, int *got, qbuf_t *body)
 {
+    uint8_t *dst;
+    size_t room;
+    bkrpc_reader_space(r, &dst, &room);
+    ssize_t n = read(fd, dst, room);
+    if (n <= 0)
+        return false;
+    bkrpc_reader_commit(r, (size_t)n);
+    bkrpc_frame_t f;
+    while (bkrpc_reader_next(r, &f) == 1) {
+        Quire__Bookie__Request *req;
+        CU_ASSERT_EQUAL(bkrpc_decode_request(&f, &req), 0);
+        check_add(req, f.body, (uint64_t)*got + 1, *got, body);
+        (*got)++;
+    }
+    return true;
+}
+
+typedef struct pipe_run {
+    int got;      /* frames read back intact, in order */
+    int partial;  /* calls that left bytes queued */
+    int calls;    /* calls that wrote something */
+    int over;     /* calls that wrote more than BKRPC_WRITE_SLICE_BYTES */
+    size_t total; /* bytes queued */
+    size_t left;  /* bytes still queued at the end */
+} pipe_run_t;
+
+/* n ADD frames of body_len bytes through a socketpair (0: the default buffer
+ * size), written with bkrpc_outq_write and read back after each call: one
+ * read, or (drain) everything there is. */
+static void pipe_adds(int sndbuf, int rcvbuf, int n, size_t body_len, bool drain, pipe_run_t *pr)
+{
+    memset(pr, 0, sizeof *pr);
     int sv[2];
     TEST_REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    int small = 4096;
-    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    if (sndbuf)
+        setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    if (rcvbuf)
+        setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     fcntl(sv[0], F_SETFL, O_NONBLOCK);
     fcntl(sv[1], F_SETFL, O_NONBLOCK);
-    enum { N = 40 };
-    qbuf_t *body = pattern_buf(70 * 1024, 3);
+    qbuf_t *body = pattern_buf(body_len, 3);
     bkrpc_outq_t q = {0};
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < n; i++)
         bkrpc_outq_push(&q, encode_add((uint64_t)i + 1, 42, i, body));
+    pr->total = q.bytes;
     bkrpc_reader_t r;
     TEST_REQUIRE(bkrpc_reader_init(&r) == 0);
-    int got = 0, partial = 0;
-    for (int rounds = 0; rounds < 100000 && got < N; rounds++) {
+    for (int rounds = 0; rounds < 100000 && pr->got < n; rounds++) {
+        size_t before = q.bytes;
         int wrc = bkrpc_outq_write(&q, sv[0]);
         CU_ASSERT(wrc == 0 || wrc == 1);
-        partial += wrc == 1;
-        uint8_t *dst;
-        size_t room;
-        bkrpc_reader_space(&r, &dst, &room);
-        ssize_t n = read(sv[1], dst, room);
-        if (n <= 0)
-            continue;
-        bkrpc_reader_commit(&r, (size_t)n);
-        bkrpc_frame_t f;
-        while (bkrpc_reader_next(&r, &f) == 1) {
-            Quire__Bookie__Request *req;
-            CU_ASSERT_EQUAL(bkrpc_decode_request(&f, &req), 0);
-            check_add(req, f.body, (uint64_t)got + 1, got, body);
-            got++;
-        }
+        pr->partial += wrc == 1;
+        pr->calls += before > q.bytes;
+        pr->over += before - q.bytes > BKRPC_WRITE_SLICE_BYTES;
+        while (read_adds(sv[1], &r, &pr->got, body) && drain)
+            ;
     }
-    CU_ASSERT_EQUAL(got, N);
-    CU_ASSERT(partial > 0);
     CU_ASSERT_EQUAL(q.count, 0);
-    CU_ASSERT_EQUAL(q.bytes, 0);
+    pr->left = q.bytes;
     bkrpc_outq_clear(&q);
     bkrpc_reader_free(&r);
     qbuf_unref(body);
     close(sv[0]);
     close(sv[1]);
+}
+
+/* A call writes at most BKRPC_WRITE_SLICE_BYTES even when the socket takes
+ * more (a reader as fast as the writer), then says bytes remain. */
+static void test_codec_write_slice(void)
+{
+    pipe_run_t pr;
+    pipe_adds(8 << 20, 8 << 20, 10, 300 * 1024, true, &pr);
+    CU_ASSERT_EQUAL(pr.got, 10);
+    CU_ASSERT_EQUAL(pr.left, 0);
+    CU_ASSERT_EQUAL(pr.over, 0);
+    CU_ASSERT_TRUE((size_t)pr.calls >=
+                   (pr.total + BKRPC_WRITE_SLICE_BYTES - 1) / BKRPC_WRITE_SLICE_BYTES);
+}
+
+/* Many frames through a socketpair with a small send buffer: partial writes
+ * resume where they stopped, and the reader sees every frame intact. */
+static void test_codec_partial_writes(void)
+{
+    pipe_run_t pr;
+    pipe_adds(4096, 0, 40, 70 * 1024, false, &pr);
+    CU_ASSERT_EQUAL(pr.got, 40);
+    CU_ASSERT(pr.partial > 0);
+    CU_ASSERT_EQUAL(pr.left, 0);
 }
 
 static void test_codec_status_table(void)
@@ -286,5 +332,6 @@ void bkrpc_register_codec_suite(void)
     CU_add_test(s, "bad lengths refused", test_codec_refuses_bad_lengths);
     CU_add_test(s, "bad headers refused", test_codec_refuses_bad_headers);
     CU_add_test(s, "partial writes", test_codec_partial_writes);
+    CU_add_test(s, "a write call bounded by the slice", test_codec_write_slice);
     CU_add_test(s, "status table", test_codec_status_table);
 }
