@@ -373,7 +373,8 @@ static bool snapshot_by_namespace(const snapshot_t *sn, const char *cluster, sna
     return ok;
 }
 
-static void snapshot_free(snapshot_t *sn)
+/* The records taken so far are freed; their arrays stay for more. */
+static void snapshot_drop_records(snapshot_t *sn)
 {
     for (size_t i = 0; i < sn->ntopics; i++) {
         free(sn->topics[i].name);
@@ -386,6 +387,12 @@ static void snapshot_free(snapshot_t *sn)
     }
     for (size_t i = 0; i < sn->ncons; i++)
         free(sn->cons[i].name);
+    sn->ntopics = sn->nsubs = sn->ncons = 0;
+}
+
+static void snapshot_free(snapshot_t *sn)
+{
+    snapshot_drop_records(sn);
     free(sn->topics);
     free(sn->subs);
     free(sn->cons);
@@ -731,7 +738,7 @@ typedef struct metrics_job {
     admin_req_t *req; /* answered once rendered */
     admin_metrics_t *m;
     ev_timer step;                   /* the snapshot's next step (metrics_job_step) */
-    size_t pos;                      /* where the walk over the topics is */
+    broker_admin_walk_t walk;        /* where the walk over the topics is */
     struct metrics_job *prev, *next; /* m->taking, while taking */
     snapshot_t sn;
     broker_admin_counts_t counts;
@@ -771,8 +778,12 @@ static void metrics_job_step(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
     metrics_job_t *j = w->data;
-    if (!broker_admin_topics_step(j->m->a->broker, &j->pos, j->m->step_us, snap_topic, &j->sn) &&
-        !j->sn.oom) {
+    broker_walk_rc_t rc =
+        broker_admin_topics_step(j->m->a->broker, &j->walk, j->m->step_us, snap_topic, &j->sn);
+    if (rc == BROKER_WALK_AGAIN) { /* the topics moved: what was taken may repeat */
+        snapshot_drop_records(&j->sn);
+    }
+    if (rc != BROKER_WALK_DONE && !j->sn.oom) {
         ev_timer_set(&j->step, 0., 0.);
         ev_timer_start(loop, &j->step);
         return;

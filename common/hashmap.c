@@ -39,6 +39,7 @@ struct qmap {
     slot_t *slots;
     size_t cap, live, used;
     bool string_keys;
+    uint32_t rehashes; /* grows and purges so far: each moved the entries */
 };
 
 static uint64_t hash_str(const char *s)
@@ -139,6 +140,7 @@ static int grow(qmap_t *m)
     m->slots = ns;
     m->cap = ncap;
     m->used = m->live;
+    m->rehashes++;
     return 0;
 }
 
@@ -232,6 +234,11 @@ void *qmap_remove(qmap_t *m, const char *key)
 size_t qmap_size(const qmap_t *m)
 {
     return m->live;
+}
+
+uint32_t qmap_rehashes(const qmap_t *m)
+{
+    return m->rehashes;
 }
 bool qmap_next(const qmap_t *m, qmap_iter_t *it, const char **key, void **value)
 {

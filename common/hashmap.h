@@ -31,6 +31,10 @@ void *qmap_remove(qmap_t *m, const char *key);
 size_t qmap_size(const qmap_t *m);
 /* it = {0} to start; key and value borrowed until the next change. */
 bool qmap_next(const qmap_t *m, qmap_iter_t *it, const char **key, void **value);
+/* How many times the map's entries moved (it grew, or purged its removed
+ * slots). An iteration resumed across a put may skip entries or see them
+ * twice only if this changed in between (qmap or qmap64). */
+uint32_t qmap_rehashes(const qmap_t *m);
 
 qmap64_t *qmap64_new(void);
 void qmap64_free(qmap64_t *m);

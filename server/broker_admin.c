@@ -218,15 +218,21 @@ void broker_admin_counts(broker_t *b, broker_admin_counts_t *out)
 
 void broker_admin_topics(broker_t *b, broker_admin_topic_fn fn, void *arg)
 {
-    size_t pos = 0;
-    broker_admin_topics_step(b, &pos, UINT32_MAX, fn, arg); /* no budget: all at once */
+    broker_admin_walk_t w = {0};
+    broker_admin_topics_step(b, &w, UINT32_MAX, fn, arg); /* no budget: all at once */
 }
 
-bool broker_admin_topics_step(broker_t *b, size_t *pos, uint32_t budget_us,
-                              broker_admin_topic_fn fn, void *arg)
+broker_walk_rc_t broker_admin_topics_step(broker_t *b, broker_admin_walk_t *w, uint32_t budget_us,
+                                          broker_admin_topic_fn fn, void *arg)
 {
+    if (!w->started) {
+        *w = (broker_admin_walk_t){.rehashes = qmap_rehashes(b->topics), .started = true};
+    } else if (qmap_rehashes(b->topics) != w->rehashes) {
+        *w = (broker_admin_walk_t){0};
+        return BROKER_WALK_AGAIN;
+    }
     uint64_t t0 = clock_mono_us();
-    qmap_iter_t it = {*pos};
+    qmap_iter_t it = {w->pos};
     void *v;
     bool more;
     while ((more = qmap_next(b->topics, &it, NULL, &v))) {
@@ -239,8 +245,8 @@ bool broker_admin_topics_step(broker_t *b, size_t *pos, uint32_t budget_us,
         if (clock_mono_us() - t0 >= budget_us)
             break;
     }
-    *pos = it.pos;
-    return !more;
+    w->pos = it.pos;
+    return more ? BROKER_WALK_MORE : BROKER_WALK_DONE;
 }
 
 void broker_admin_traffic_drain(broker_t *b, broker_admin_traffic_fn fn, void *arg)

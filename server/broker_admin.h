@@ -136,13 +136,23 @@ void broker_admin_counts_no_topics(broker_t *b, broker_admin_counts_t *out);
 size_t broker_admin_topics_count(broker_t *b);
 /* Every loaded (ready) topic. */
 void broker_admin_topics(broker_t *b, broker_admin_topic_fn fn, void *arg);
+/* Where a walk in steps is; {0} to begin. */
+typedef struct broker_admin_walk {
+    size_t pos;
+    uint32_t rehashes; /* the topic map's when the walk began */
+    bool started;
+} broker_admin_walk_t;
+typedef enum { BROKER_WALK_MORE, BROKER_WALK_DONE, BROKER_WALK_AGAIN } broker_walk_rc_t;
 /* The same walk in steps, for a caller that lets the loop serve its sockets
  * between them (a /metrics scrape of 100,000 topics took the loop for 0.4-2 s
- * in one go): from where *pos left off (0 to begin), views for about budget_us
- * (at least one topic). True when every topic has been visited. Topics loaded
- * or unloaded between steps may be visited or not (sweep.h's rules). */
-bool broker_admin_topics_step(broker_t *b, size_t *pos, uint32_t budget_us,
-                              broker_admin_topic_fn fn, void *arg);
+ * in one go): from where *w left off, views for about budget_us (at least one
+ * topic). DONE when every topic has been visited. Topics loaded or unloaded
+ * between steps may be visited or not. AGAIN (nothing visited) when the topic
+ * map rehashed since the walk began: its topics moved, so some were about to
+ * be visited twice or missed; the caller drops what it took, and the next step
+ * begins again (a scrape would have listed a topic's series twice). */
+broker_walk_rc_t broker_admin_topics_step(broker_t *b, broker_admin_walk_t *w, uint32_t budget_us,
+                                          broker_admin_topic_fn fn, void *arg);
 /* Every topic whose traffic counters moved since the previous call, then each
  * of its subscriptions; then forgets them. O(topics that moved and their
  * subscriptions): a topic whose clients are idle costs nothing. Between two

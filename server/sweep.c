@@ -5,6 +5,12 @@
 
 #include "common/clock.h"
 
+static void walk_from_start(sweep_t *s)
+{
+    s->it = (qmap_iter_t){0};
+    s->rehashes = qmap_rehashes(*s->map);
+}
+
 static void sweep_slice(sweep_t *s)
 {
     uint64_t t0 = clock_mono_us();
@@ -14,6 +20,10 @@ static void sweep_slice(sweep_t *s)
     while (n < SWEEP_SLICE) {
         if (n > 0 && n % SWEEP_CLOCK_EVERY == 0 && clock_mono_us() - t0 >= SWEEP_SLICE_US)
             break;
+        if (qmap_rehashes(*s->map) != s->rehashes) { /* the entries moved */
+            walk_from_start(s);
+            s->restarts++;
+        }
         if (!(more = qmap_next(*s->map, &s->it, NULL, &v)))
             break;
         s->visit(s->ctx, v);
@@ -28,7 +38,7 @@ static void sweep_slice(sweep_t *s)
         if (!s->again)
             return;
         s->again = false; /* from the start, at the next iteration */
-        s->it = (qmap_iter_t){0};
+        walk_from_start(s);
     }
     ev_timer_set(&s->step, 0., 0.);
     ev_timer_start(s->loop, &s->step);
@@ -49,7 +59,7 @@ static void every_cb(struct ev_loop *loop, ev_timer *w, int revents)
     if (s->walking)
         return; /* the last walk is not done: it goes on */
     s->walking = true;
-    s->it = (qmap_iter_t){0};
+    walk_from_start(s);
     sweep_slice(s);
 }
 
@@ -60,7 +70,7 @@ void sweep_now(sweep_t *s)
         return;
     }
     s->walking = true;
-    s->it = (qmap_iter_t){0};
+    walk_from_start(s);
     sweep_slice(s);
 }
 

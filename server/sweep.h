@@ -13,11 +13,13 @@
  * at once) still doubled a busy topic's publish p99 while the checks ran.
  *
  * The map may change between slices: the walk goes on from the same slot
- * index (qmap_iter_t), so an entry removed before its turn is not visited,
- * one added may or may not be, and when the map grows (its entries move) some
- * may be visited twice or not at all in that sweep. Every check visited this
- * way is idempotent and runs again at its next period. A period that comes
- * while the sweep is still walking starts nothing (the walk goes on).
+ * index (qmap_iter_t), so an entry removed before its turn is not visited and
+ * one added may or may not be. When the map rehashes (it grows, or purges its
+ * removed slots: the entries move), the walk starts again from the first slot,
+ * so every entry in the map for a whole walk is visited at least once (those
+ * before the rehash twice); until session 23 such entries could be skipped.
+ * Every visit is idempotent. A period that comes while the sweep is still
+ * walking starts nothing (the walk goes on).
  *
  * A walk can also be asked for at once (sweep_now), with or without a period:
  * a namespace's changed policies reach its loaded topics so (ns_policies.c;
@@ -56,7 +58,9 @@ typedef struct sweep {
      * test fails under ASan's slower slices). */
     bool walking;
     bool again;              /* sweep_now during a walk: another from the start after it */
+    uint32_t rehashes;       /* the map's when the walk (re)started */
     uint64_t sweeps, visits; /* walks finished; entries visited (ever) */
+    uint64_t restarts;       /* walks started again after a rehash */
     uint32_t slice_max;      /* most entries one slice visited */
 } sweep_t;
 

@@ -1081,6 +1081,74 @@ static void test_key_shared_held_keys_forgotten_on_seek(void)
     tbroker_stop(tb);
 }
 
+typedef struct loads {
+    int want, ok, failed;
+    bool done;
+} loads_t;
+
+static void topic_loaded(int rc, topic_t *t, void *arg)
+{
+    (void)t;
+    loads_t *l = arg;
+    *(rc == 0 ? &l->ok : &l->failed) += 1;
+    l->done = l->ok + l->failed >= l->want;
+}
+
+/* Loads topics "walk-<from>".."walk-<to - 1>"; all of them must load. */
+static void load_topics(tbroker_t *tb, int from, int to)
+{
+    loads_t l = {.want = to - from};
+    for (int i = from; i < to; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "persistent://public/default/walk-%d", i);
+        TEST_REQUIRE(broker_topic_get(tbroker_broker(tb), name, true, topic_loaded, &l) == 0);
+    }
+    CU_ASSERT_TRUE(test_run_until(tbroker_loop(tb), &l.done, 10.0));
+    CU_ASSERT_EQUAL(l.ok, to - from);
+}
+
+typedef struct walk_seen {
+    int count[64];
+    int views;
+} walk_seen_t;
+
+static void walk_view(const broker_admin_topic_view_t *v, void *arg)
+{
+    walk_seen_t *ws = arg;
+    int i = -1;
+    if (sscanf(v->name, "persistent://public/default/walk-%d", &i) == 1 && i >= 0 && i < 64)
+        ws->count[i]++;
+    ws->views++;
+}
+
+/* A walk over the topics in steps: when the topic map rehashes between steps
+ * (topics loaded meanwhile moved the others), the step says so and the walk
+ * begins again, so a scrape never lists a topic twice; then each once. */
+static void test_topics_walk_again_after_rehash(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    broker_t *b = tbroker_broker(tb);
+    load_topics(tb, 0, 2);
+    broker_admin_walk_t w = {0};
+    walk_seen_t ws = {0};
+    CU_ASSERT_EQUAL(broker_admin_topics_step(b, &w, 0, walk_view, &ws), BROKER_WALK_MORE);
+    CU_ASSERT_EQUAL(ws.views, 1); /* one topic a step with no budget */
+    load_topics(tb, 2, 40);       /* the map grows from 4 slots to 64 */
+    CU_ASSERT_EQUAL(broker_admin_topics_step(b, &w, 0, walk_view, &ws), BROKER_WALK_AGAIN);
+    CU_ASSERT_EQUAL(ws.views, 1);
+    memset(&ws, 0, sizeof ws);
+    broker_walk_rc_t rc = BROKER_WALK_MORE;
+    for (int steps = 0; steps < 100 && rc == BROKER_WALK_MORE; steps++)
+        rc = broker_admin_topics_step(b, &w, 0, walk_view, &ws);
+    CU_ASSERT_EQUAL(rc, BROKER_WALK_DONE);
+    int once = 0;
+    for (int i = 0; i < 40; i++)
+        once += ws.count[i] == 1;
+    CU_ASSERT_EQUAL(once, 40);
+    tbroker_stop(tb);
+}
+
 /* Listed names go into one allocation, sorted unless the store listed the
  * children in order already (the embedded one lists by path, where "b/x"
  * puts child "b" after "b-c"). */
@@ -1125,6 +1193,8 @@ static void register_suites(void)
     CU_add_test(s, "writes in slices per loop iteration", test_write_slices);
     CU_add_test(s, "traffic drain: only what moved", test_traffic_drain);
     CU_add_test(s, "listed names: one allocation, sorted", test_prefixed_names);
+    CU_add_test(s, "topics walked in steps: again after a rehash, then each once",
+                test_topics_walk_again_after_rehash);
     CU_add_test(s, "Key_Shared ring owner as defined, as consumers come and go",
                 test_key_shared_ring_owner);
     CU_add_test(s, "Key_Shared: a moved key waits for its old owner's acks",

@@ -4,7 +4,8 @@
  * of them per loop iteration, a period that comes during a walk does not
  * restart it, entries removed before their turn are not visited, and a stop
  * ends a walk in progress; a walk asked for at once (no period), and asked
- * again during it, walks again from the start after it.
+ * again during it, walks again from the start after it; a walk during which
+ * the map rehashes starts again and skips nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,20 @@ static void test_stop_ends_walk(void)
     CU_ASSERT_FALSE(f.sw.walking);
 }
 
+/* A map of N entries, entry i's value &idx[i] (idx[i] = i). */
+static qmap_t *map_of_n(int *idx)
+{
+    qmap_t *map = qmap_new();
+    TEST_REQUIRE(map != NULL);
+    for (int i = 0; i < N; i++) {
+        char k[64];
+        key_of(i, k, sizeof k);
+        idx[i] = i;
+        TEST_REQUIRE(qmap_put(map, k, &idx[i]) == 0);
+    }
+    return map;
+}
+
 typedef struct now_fixture {
     sweep_t sw;
     int count[N];
@@ -176,14 +191,8 @@ static void test_walk_now_and_again(void)
     static int idx[N];
     memset(&f, 0, sizeof f);
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-    qmap_t *map = qmap_new();
-    TEST_REQUIRE(loop != NULL && map != NULL);
-    for (int i = 0; i < N; i++) {
-        char k[64];
-        key_of(i, k, sizeof k);
-        idx[i] = i;
-        TEST_REQUIRE(qmap_put(map, k, &idx[i]) == 0);
-    }
+    qmap_t *map = map_of_n(idx);
+    TEST_REQUIRE(loop != NULL);
     ev_prepare prep;
     ev_prepare_init(&prep, now_prepare_cb);
     prep.data = &f;
@@ -209,6 +218,72 @@ static void test_walk_now_and_again(void)
     ev_loop_destroy(loop);
 }
 
+/* The map grows during a walk (its entries move): the walk starts again from
+ * the first slot, so no entry that was there all along is skipped. */
+typedef struct grow_fixture {
+    sweep_t sw;
+    qmap_t *map;
+    int count[N];
+    int added_idx[4 * N];
+    uint32_t iters_visiting;
+    uint64_t seen;
+    bool done;
+} grow_fixture_t;
+
+static void grow_visit(void *ctx, void *value)
+{
+    grow_fixture_t *f = ctx;
+    int i = *(int *)value;
+    if (i < N)
+        f->count[i]++;
+}
+
+static void grow_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    grow_fixture_t *f = w->data;
+    if (f->sw.visits > f->seen && ++f->iters_visiting == 1) {
+        uint32_t before = qmap_rehashes(f->map);
+        for (int i = 0; i < 4 * N; i++) { /* the map grows at least twice */
+            char k[64];
+            snprintf(k, sizeof k, "persistent://t/ns/added-%d", i);
+            f->added_idx[i] = N + i;
+            CU_ASSERT_EQUAL(qmap_put(f->map, k, &f->added_idx[i]), 0);
+        }
+        CU_ASSERT_TRUE(qmap_rehashes(f->map) > before);
+    }
+    f->seen = f->sw.visits;
+    f->done = f->sw.sweeps >= 1 && !f->sw.walking;
+}
+
+static void test_walk_restarts_after_rehash(void)
+{
+    static grow_fixture_t f;
+    static int idx[N];
+    memset(&f, 0, sizeof f);
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    f.map = map_of_n(idx);
+    TEST_REQUIRE(loop != NULL);
+    ev_prepare prep;
+    ev_prepare_init(&prep, grow_prepare_cb);
+    prep.data = &f;
+    ev_prepare_start(loop, &prep);
+    sweep_init(&f.sw, loop, &f.map, 0, grow_visit, &f);
+    sweep_now(&f.sw);
+    CU_ASSERT_TRUE(test_run_until(loop, &f.done, 10.0));
+    int missed = 0;
+    for (int i = 0; i < N; i++)
+        missed += f.count[i] == 0;
+    CU_ASSERT_EQUAL(missed, 0);
+    CU_ASSERT_EQUAL(f.sw.sweeps, 1);
+    CU_ASSERT_TRUE(f.sw.restarts >= 1);
+    sweep_stop(&f.sw);
+    ev_prepare_stop(loop, &prep);
+    qmap_free(f.map);
+    ev_loop_destroy(loop);
+}
+
 static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("sweep", NULL, NULL);
@@ -217,6 +292,8 @@ static void register_suites(void)
     CU_add_test(s, "a stop ends the walk in progress", test_stop_ends_walk);
     CU_add_test(s, "a walk at once; asked again during it, another after it",
                 test_walk_now_and_again);
+    CU_add_test(s, "the map rehashed during a walk: it starts again, nothing skipped",
+                test_walk_restarts_after_rehash);
 }
 
 int main(int argc, char **argv)
