@@ -286,7 +286,7 @@ void bkrpc_outq_push(bkrpc_outq_t *q, bkrpc_out_t *m)
 static int outq_fill_iov(const bkrpc_outq_t *q, struct iovec *iov, size_t room)
 {
     int n = 0;
-    for (const bkrpc_out_t *m = q->head; m && n + 2 <= BKRPC_IOV_MAX && room > 0; m = m->next) {
+    for (const bkrpc_out_t *m = q->head; m && n + 2 <= BKRPC_IOV_MAX; m = m->next) {
         size_t off = m->sent;
         if (off < m->head_len) {
             iov[n].iov_base = (void *)(m->head + off);
