@@ -730,6 +730,20 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             (unsigned long long)st.gc_passes, (unsigned long long)st.gc_logs_removed,
             (unsigned long long)st.gc_logs_compacted, (unsigned long long)st.gc_compacted_bytes,
             (unsigned long long)st.gc_logs_freeing);
+    fprintf(f,
+            "# HELP bookie_SERVER_STATUS 1 while the bookie takes adds, 0 while read-only "
+            "(disk usage at its mark, or an I/O error).\n"
+            "# TYPE bookie_SERVER_STATUS gauge\n"
+            "bookie_SERVER_STATUS %d\n"
+            "# HELP quire_bookie_disk_usage_ratio Disk usage at the last check (1 - available / "
+            "total), the fuller of the journal's and the ledgers' file systems.\n"
+            "# TYPE quire_bookie_disk_usage_ratio gauge\n"
+            "quire_bookie_disk_usage_ratio %.4f\n"
+            "# HELP quire_bookie_disk_full 1 while adds are refused for disk usage "
+            "(diskUsageThreshold until below diskUsageLwmThreshold).\n"
+            "# TYPE quire_bookie_disk_full gauge\n"
+            "quire_bookie_disk_full %d\n",
+            !(st.disk_full || st.read_only), st.disk_usage, st.disk_full ? 1 : 0);
 }
 
 /* What one scrape prints, taken on the loop in steps (metrics_job_step); the

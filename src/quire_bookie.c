@@ -39,22 +39,29 @@ typedef struct qb_options {
     uint32_t write_cache_mb, read_cache_mb;     /* dbStorage_{writeCache,readAheadCache}MaxSizeMb */
     double minor_threshold, major_threshold;    /* minor/majorCompactionThreshold */
     int64_t minor_interval_s, major_interval_s; /* minor/majorCompactionInterval */
+    double disk_threshold, disk_lwm;            /* diskUsageThreshold, diskUsageLwmThreshold */
+    int64_t disk_check_ms;                      /* diskCheckInterval */
 } qb_options_t;
 
 static void qb_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: quire bookie --data-dir DIR [--bookiePort=N] [--bindAddress=ADDR]\n"
-            "                    [--journalSyncData=true|false]\n"
-            "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n"
-            "                    [--journalLargeEntryDirectIo=true|false]\n"
-            "                    [--readYieldToJournalUs=MICROSECONDS (0: never)]\n"
-            "                    [--compactionRateByBytes=BYTES_PER_S (0: unpaced)]\n"
-            "                    [--dbStorage_writeCacheMaxSizeMb=MB (1..65536)]\n"
-            "                    [--dbStorage_readAheadCacheMaxSizeMb=MB (0..65536)]\n"
-            "                    [--minorCompactionThreshold=F] [--minorCompactionInterval=S]\n"
-            "                    [--majorCompactionThreshold=F] [--majorCompactionInterval=S]\n"
-            "                    (fractions of a log, seconds; <= 0: that compaction off)\n");
+    fprintf(
+        out,
+        "usage: quire bookie --data-dir DIR [--bookiePort=N] [--bindAddress=ADDR]\n"
+        "                    [--journalSyncData=true|false]\n"
+        "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n"
+        "                    [--journalLargeEntryDirectIo=true|false]\n"
+        "                    [--readYieldToJournalUs=MICROSECONDS (0: never)]\n"
+        "                    [--compactionRateByBytes=BYTES_PER_S (0: unpaced)]\n"
+        "                    [--dbStorage_writeCacheMaxSizeMb=MB (1..65536)]\n"
+        "                    [--dbStorage_readAheadCacheMaxSizeMb=MB (0..65536)]\n"
+        "                    [--minorCompactionThreshold=F] [--minorCompactionInterval=S]\n"
+        "                    [--majorCompactionThreshold=F] [--majorCompactionInterval=S]\n"
+        "                    (fractions of a log, seconds; <= 0: that compaction off)\n"
+        "                    [--diskUsageThreshold=F (0.95)] [--diskUsageLwmThreshold=F (0.90)]\n"
+        "                    [--diskCheckInterval=MS (10000; 0: never)]\n"
+        "                    (fractions of the disk: adds refused from the first until\n"
+        "                    usage is below the second)\n");
 }
 
 /* If argv[*i] is option `name` ("--name=v" or "--name v"), sets *value and
@@ -177,6 +184,15 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--majorCompactionInterval", &v)) != 0) {
         if (m > 0 && qb_parse_i64(v, &o->major_interval_s) < 0)
             m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--diskUsageThreshold", &v)) != 0) {
+        if (m > 0 && qb_parse_double(v, &o->disk_threshold) < 0)
+            m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--diskUsageLwmThreshold", &v)) != 0) {
+        if (m > 0 && qb_parse_double(v, &o->disk_lwm) < 0)
+            m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--diskCheckInterval", &v)) != 0) {
+        if (m > 0 && qb_parse_i64(v, &o->disk_check_ms) < 0)
+            m = -2;
     }
     if (m == 1)
         return 0;
@@ -207,6 +223,9 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     o->minor_interval_s = (int64_t)(defaults.minor_compaction_interval_ms / 1000);
     o->major_threshold = defaults.major_compaction_threshold;
     o->major_interval_s = (int64_t)(defaults.major_compaction_interval_ms / 1000);
+    o->disk_threshold = defaults.disk_usage_threshold;
+    o->disk_lwm = defaults.disk_usage_lwm_threshold;
+    o->disk_check_ms = defaults.disk_check_interval_ms;
     int first = 1;
     if (argc > 1 && strcmp(argv[1], "bookie") == 0)
         first = 2; /* called with the program's own argv: "quire bookie ..." */
@@ -230,6 +249,11 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     o->minor_interval_s = (int64_t)(defaults.minor_compaction_interval_ms / 1000);
     o->major_threshold = defaults.major_compaction_threshold;
     o->major_interval_s = (int64_t)(defaults.major_compaction_interval_ms / 1000);
+    if (bookie_config_disk(&defaults, o->disk_threshold, o->disk_lwm, o->disk_check_ms, err,
+                           sizeof err) < 0) {
+        fprintf(stderr, "quire bookie: %s\n", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -261,11 +285,13 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
            "compactionRateByBytes=%u, "
            "minorCompactionThreshold=%g, minorCompactionInterval=%" PRId64
            ", majorCompactionThreshold=%g, majorCompactionInterval=%" PRId64
-           ", dbStorage_writeCacheMaxSizeMb=%u, dbStorage_readAheadCacheMaxSizeMb=%u)\n",
+           ", dbStorage_writeCacheMaxSizeMb=%u, dbStorage_readAheadCacheMaxSizeMb=%u"
+           ", diskUsageThreshold=%g, diskUsageLwmThreshold=%g, diskCheckInterval=%" PRId64 ")\n",
            o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
            o->large_entry_bytes, o->large_entry_odirect ? "true" : "false", o->read_yield_us,
            o->compact_rate, o->minor_threshold, o->minor_interval_s, o->major_threshold,
-           o->major_interval_s, o->write_cache_mb, o->read_cache_mb);
+           o->major_interval_s, o->write_cache_mb, o->read_cache_mb, o->disk_threshold, o->disk_lwm,
+           o->disk_check_ms);
     fflush(stdout);
     ev_run(loop, 0);
     ev_signal_stop(loop, &sigterm);
@@ -301,6 +327,7 @@ int quire_bookie_main(int argc, char **argv)
     char err[160]; /* checked in qb_parse: cannot fail here */
     bookie_config_compaction(&cfg, o.minor_threshold, o.minor_interval_s, o.major_threshold,
                              o.major_interval_s, err, sizeof err);
+    bookie_config_disk(&cfg, o.disk_threshold, o.disk_lwm, o.disk_check_ms, err, sizeof err);
     bookie_t *bk;
     int rc = bookie_open(loop, &cfg, &bk);
     if (rc < 0) {

@@ -215,6 +215,30 @@ static int sa_compaction_config(const qconfig_t *conf, bookie_config_t *bc)
     return 0;
 }
 
+/* BookKeeper's disk-usage keys: diskUsageThreshold, diskUsageLwmThreshold
+ * (fractions of the disk) and diskCheckInterval (ms). */
+static int sa_disk_config(const qconfig_t *conf, bookie_config_t *bc)
+{
+    double thr = bc->disk_usage_threshold, lwm = bc->disk_usage_lwm_threshold;
+    int64_t every_ms = bc->disk_check_interval_ms;
+    if (qconfig_get_double(conf, "diskUsageThreshold", thr, -1e9, 1e9, &thr) < 0 ||
+        qconfig_get_double(conf, "diskUsageLwmThreshold", lwm, -1e9, 1e9, &lwm) < 0) {
+        log_error("standalone",
+                  "diskUsageThreshold, diskUsageLwmThreshold: expected a fraction of the disk");
+        return QE_INVALID;
+    }
+    if (qconfig_get_int(conf, "diskCheckInterval", every_ms, INT64_MIN, INT64_MAX, &every_ms) < 0) {
+        log_error("standalone", "diskCheckInterval: expected whole milliseconds");
+        return QE_INVALID;
+    }
+    char err[160];
+    if (bookie_config_disk(bc, thr, lwm, every_ms, err, sizeof err) < 0) {
+        log_error("standalone", "%s", err);
+        return QE_INVALID;
+    }
+    return 0;
+}
+
 static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
 {
     char path[4200];
@@ -281,6 +305,8 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
     bc.write_cache_bytes = (uint64_t)wc_mb << 20;
     bc.read_cache_bytes = (uint64_t)rc_mb << 20;
     if ((rc = sa_compaction_config(sa->conf, &bc)) < 0)
+        return rc;
+    if ((rc = sa_disk_config(sa->conf, &bc)) < 0)
         return rc;
     rc = bookie_open(sa->loop, &bc, &sa->bookie);
     if (rc < 0) {

@@ -27,6 +27,12 @@
  * reads asked for in one loop iteration are handed over when the loop is about
  * to wait, a ledger's next entries joined into runs (read_form_cb) that a
  * reader reads with one read where their records follow one another.
+ *
+ * Disk usage: checked at open and every disk_check_interval_ms on the loop
+ * (statvfs of both directories, microseconds). Above the high mark plain adds
+ * are refused; what the bookie already accepted completes, and recovery adds,
+ * fences and deletes (a few bytes of journal each, and what frees space) go
+ * on, in the headroom the mark leaves.
  */
 #include <assert.h>
 #include <errno.h>
@@ -35,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -68,7 +75,39 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .journal_large_entry_bytes = 16u << 10,
         .journal_large_entry_odirect = true,
         .read_yield_us = 1000,
+        .disk_usage_threshold = 0.95,
+        .disk_usage_lwm_threshold = 0.90,
+        .disk_check_interval_ms = 10000,
     };
+}
+
+#define BOOKIE_DISK_CHECK_MS_MAX (86400u * 1000) /* disk_check_interval_ms at most */
+
+/* NULL if the disk marks and interval are valid, else what is wrong. */
+static const char *disk_config_error(double threshold, double lwm, int64_t interval_ms)
+{
+    if (!(threshold > 0 && threshold <= 1))
+        return "diskUsageThreshold: a fraction of the disk, above 0 and at most 1";
+    if (!(lwm > 0 && lwm <= threshold))
+        return "diskUsageLwmThreshold: a fraction of the disk, above 0 and at most "
+               "diskUsageThreshold";
+    if (interval_ms < 0 || interval_ms > BOOKIE_DISK_CHECK_MS_MAX)
+        return "diskCheckInterval: milliseconds, 0 (never) to a day";
+    return NULL;
+}
+
+int bookie_config_disk(bookie_config_t *cfg, double threshold, double lwm, int64_t interval_ms,
+                       char *err, size_t err_len)
+{
+    const char *bad = disk_config_error(threshold, lwm, interval_ms);
+    if (bad) {
+        snprintf(err, err_len, "%s", bad);
+        return QE_INVALID;
+    }
+    cfg->disk_usage_threshold = threshold;
+    cfg->disk_usage_lwm_threshold = lwm;
+    cfg->disk_check_interval_ms = (uint32_t)interval_ms;
+    return 0;
 }
 
 int bookie_config_compaction(bookie_config_t *cfg, double minor_threshold, int64_t minor_interval_s,
@@ -268,8 +307,12 @@ static void bookie_flush_timer_cb(struct ev_loop *loop, ev_timer *w, int revents
 static double bookie_gc_threshold(bookie_t *bk, bool forced)
 {
     const bookie_config_t *c = &bk->cfg;
-    bool major = c->major_compaction_threshold > 0 && c->major_compaction_interval_ms > 0;
-    bool minor = c->minor_compaction_threshold > 0 && c->minor_compaction_interval_ms > 0;
+    /* Compaction writes the copies first: not while the disk is full (as
+     * BookKeeper suspends it); it runs when due once the disk has room. */
+    bool major =
+        c->major_compaction_threshold > 0 && c->major_compaction_interval_ms > 0 && !bk->disk_full;
+    bool minor =
+        c->minor_compaction_threshold > 0 && c->minor_compaction_interval_ms > 0 && !bk->disk_full;
     int64_t now = clock_wall_ms();
     if (bk->gc_minor_ms > now) /* the clock went back: count from now */
         bk->gc_minor_ms = now;
@@ -432,7 +475,7 @@ static void bookie_group_done(void *ctx, uint64_t begin, uint64_t end, int rc, j
 
 /* Refusals of an add: 0 if it may go on (room or not). */
 static int bookie_check_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, qbuf_t *data,
-                            bookie_add_cb cb)
+                            bookie_add_cb cb, bool recovery)
 {
     if (bk->closing)
         return bookie_refuse(bk, QE_SHUTDOWN, "add", ledger_id, entry_id);
@@ -442,6 +485,9 @@ static int bookie_check_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, q
         return bookie_refuse(bk, QE_TOO_LARGE, "add", ledger_id, entry_id);
     if (bk->read_only)
         return bookie_refuse(bk, QE_READ_ONLY, "add (bookie read-only after an I/O error)",
+                             ledger_id, entry_id);
+    if (bk->disk_full && !recovery)
+        return bookie_refuse(bk, QE_READ_ONLY, "add (disk usage above diskUsageThreshold)",
                              ledger_id, entry_id);
     return 0;
 }
@@ -576,7 +622,7 @@ static void bookie_adds_fail_waiting(bookie_t *bk, int rc)
 static int bookie_add_flags(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac,
                             qbuf_t *data, bookie_add_cb cb, void *arg, bool recovery)
 {
-    int rc = bookie_check_add(bk, ledger_id, entry_id, data, cb);
+    int rc = bookie_check_add(bk, ledger_id, entry_id, data, cb, recovery);
     if (rc)
         return rc;
     if (bk->adds_pending + bk->adds_waiting >= bk->cfg.pending_adds_max)
@@ -1087,6 +1133,74 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->gc_compacted_bytes = atomic_load(&bk->gc_compacted_bytes);
     out->gc_logs_freeing = gc_trash_waiting();
     io_gate_stats(&bk->gate, &out->reads_yielded, &out->reads_yielded_us);
+    out->disk_usage = bk->disk_usage;
+    out->disk_full = bk->disk_full;
+    out->read_only = bk->read_only != 0;
+}
+
+bool bookie_writable(const bookie_t *bk)
+{
+    return !bk->closing && !bk->read_only && !bk->disk_full;
+}
+
+/* ----------------------------------------------------------- disk usage -- */
+
+/* The fraction of dir's file system in use as BookKeeper counts it,
+ * 1 - available / total (blocks only root may use count as used); -1 if
+ * statvfs fails. */
+static double disk_usage_of(const char *dir)
+{
+    struct statvfs st;
+    if (statvfs(dir, &st) < 0 || st.f_blocks == 0)
+        return -1;
+    return 1.0 - (double)st.f_bavail / (double)st.f_blocks;
+}
+
+static void bookie_disk_apply(bookie_t *bk, double usage, const char *dir)
+{
+    const bookie_config_t *c = &bk->cfg;
+    bk->disk_usage = usage;
+    if (!bk->disk_full && usage >= c->disk_usage_threshold) {
+        bk->disk_full = true;
+        log_warn("bookie",
+                 "disk usage of %s is %.1f %%, at or above diskUsageThreshold (%.1f %%): adds "
+                 "are refused until it is below diskUsageLwmThreshold (%.1f %%)",
+                 dir, usage * 100, c->disk_usage_threshold * 100,
+                 c->disk_usage_lwm_threshold * 100);
+    } else if (bk->disk_full && usage < c->disk_usage_lwm_threshold) {
+        bk->disk_full = false;
+        log_info("bookie",
+                 "disk usage of %s is %.1f %%, below diskUsageLwmThreshold (%.1f %%): adds "
+                 "are taken again",
+                 dir, usage * 100, c->disk_usage_lwm_threshold * 100);
+    }
+    /* While full, every check frees what it can: the logs of ledgers deleted
+     * since the last pass (no compaction: bookie_gc_threshold). */
+    if (bk->disk_full && !bk->gc_running && !bk->closing)
+        bookie_gc_start(bk);
+}
+
+static void bookie_disk_check(bookie_t *bk)
+{
+    double uj = disk_usage_of(bk->jdir), ul = disk_usage_of(bk->ldir);
+    if (uj < 0 && ul < 0) {
+        log_warn("bookie", "disk usage of %s unknown (statvfs failed): the last state kept",
+                 bk->dir);
+        return;
+    }
+    bookie_disk_apply(bk, uj > ul ? uj : ul, uj > ul ? bk->jdir : bk->ldir);
+}
+
+static void bookie_disk_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    bookie_disk_check(w->data);
+}
+
+void bookie_test_disk_usage(bookie_t *bk, double usage)
+{
+    bookie_disk_apply(bk, usage, bk->dir);
 }
 
 void bookie_test_fail_journal(bookie_t *bk, int err)
@@ -1248,7 +1362,9 @@ static int bookie_check_config(const bookie_config_t *cfg)
         !cfg->flush_interval_ms || !cfg->pending_adds_max || !cfg->gc_interval_ms ||
         cfg->pending_adds_max > (1u << 24) || !(cfg->minor_compaction_threshold >= 0) ||
         cfg->minor_compaction_threshold > 1 || !(cfg->major_compaction_threshold >= 0) ||
-        cfg->major_compaction_threshold > 1 || cfg->read_yield_us > BOOKIE_READ_YIELD_US_MAX)
+        cfg->major_compaction_threshold > 1 || cfg->read_yield_us > BOOKIE_READ_YIELD_US_MAX ||
+        disk_config_error(cfg->disk_usage_threshold, cfg->disk_usage_lwm_threshold,
+                          cfg->disk_check_interval_ms))
         return QE_INVALID;
     return 0;
 }
@@ -1288,6 +1404,13 @@ static void bookie_start_timers(bookie_t *bk)
     bk->read_check.data = bk;
     ev_check_start(bk->loop, &bk->read_check);
     ev_unref(bk->loop);
+    if (bk->cfg.disk_check_interval_ms) {
+        double every = bk->cfg.disk_check_interval_ms / 1000.0;
+        ev_timer_init(&bk->disk_timer, bookie_disk_timer_cb, every, every);
+        bk->disk_timer.data = bk;
+        ev_timer_start(bk->loop, &bk->disk_timer);
+        ev_unref(bk->loop);
+    }
 }
 
 static void bookie_free(bookie_t *bk)
@@ -1325,6 +1448,10 @@ static void bookie_stop_threads(bookie_t *bk)
         ev_prepare_stop(bk->loop, &bk->read_prepare);
         ev_ref(bk->loop);
         ev_check_stop(bk->loop, &bk->read_check);
+        if (ev_is_active(&bk->disk_timer)) {
+            ev_ref(bk->loop);
+            ev_timer_stop(bk->loop, &bk->disk_timer);
+        }
     }
     journal_stop(bk->journal);
     flusher_stop(bk);
@@ -1395,6 +1522,8 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
     gc_times_load(bk->ldir, clock_wall_ms(), &bk->gc_minor_ms, &bk->gc_major_ms);
     bookie_start_timers(bk);
     bk->opened = true;
+    if (bk->cfg.disk_check_interval_ms)
+        bookie_disk_check(bk); /* a full disk refuses the first add already */
     *out = bk;
     return 0;
 }

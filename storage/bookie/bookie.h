@@ -96,6 +96,18 @@ typedef struct bookie_config {
      * 1000; 0: reads never wait): catch-up reads queued on the disk ahead of
      * the journal's fdatasync delay every acknowledgement (io_gate.h). */
     uint32_t read_yield_us;
+    /* Disk usage (1 - available / total blocks of the file system, as
+     * BookKeeper's LedgerDirsMonitor counts it), checked at open and every
+     * disk_check_interval_ms (diskCheckInterval; 10000; 0: never) on the
+     * journal's and the ledgers' directories: at disk_usage_threshold or
+     * above (diskUsageThreshold; 0.95) the bookie refuses adds (QE_READ_ONLY)
+     * and starts a GC pass; below disk_usage_lwm_threshold
+     * (diskUsageLwmThreshold; 0.90; at most the threshold) it takes them
+     * again. Meanwhile recovery adds, fences, deletes and reads are served,
+     * as by a read-only BookKeeper bookie (docs/bookie.md "Disk full"). */
+    double disk_usage_threshold;
+    double disk_usage_lwm_threshold;
+    uint32_t disk_check_interval_ms;
 } bookie_config_t;
 
 void bookie_config_defaults(bookie_config_t *cfg);
@@ -107,6 +119,11 @@ void bookie_config_defaults(bookie_config_t *cfg);
 int bookie_config_compaction(bookie_config_t *cfg, double minor_threshold, int64_t minor_interval_s,
                              double major_threshold, int64_t major_interval_s, char *err,
                              size_t err_len);
+/* Sets the disk-usage marks (fractions of the file system) and the check
+ * interval in ms (0: never). QE_INVALID with the reason in err unless
+ * 0 < lwm <= threshold <= 1 and the interval is at most a day. */
+int bookie_config_disk(bookie_config_t *cfg, double threshold, double lwm, int64_t interval_ms,
+                       char *err, size_t err_len);
 
 /* Opens (creating if needed) the bookie under cfg->data_dir and replays its
  * journal. Synchronous; logs and returns a negative code for a corrupt or
@@ -178,9 +195,16 @@ typedef struct bookie_stats {
     uint64_t disk_read_entries;    /* entries the reader threads read from disk */
     uint64_t disk_read_ops;        /* reads they issued for them (a run of large
                                     * records that follow one another: one) */
+    double disk_usage;             /* the fuller directory's at the last check (0..1) */
+    bool disk_full;                /* adds refused until usage is below the low mark */
+    bool read_only;                /* adds refused after an I/O error (until a restart) */
 } bookie_stats_t;
 /* Loop thread (the caches' sizes are the loop's). */
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);
+
+/* Whether the bookie takes new (non-recovery) adds now: not read-only after
+ * an I/O error, not above its disk-usage mark, not closing. */
+bool bookie_writable(const bookie_t *bk);
 
 /* Runs one garbage-collection pass now (tests, admin), compacting at the major
  * threshold whatever the schedule; cb when done. */

@@ -97,6 +97,12 @@ struct bookie {
     bool journal_dirty;      /* records other than CHECKPOINT since the last freeze */
     bool closing, flushing, opened;
     int read_only; /* 0, or the error that made the bookie refuse adds */
+    /* disk usage (bookie.c "Disk usage"): the last check's fraction of the
+     * fuller of the two directories' file systems, and whether adds are
+     * refused for it (from the high mark until below the low one) */
+    double disk_usage;
+    bool disk_full;
+    ev_timer disk_timer;
     uint32_t adds_pending;
     uint64_t pending_bytes;
     /* adds waiting for write cache room, oldest first (bookie.c) */
@@ -175,6 +181,9 @@ void bookie_gc_done(bookie_t *bk, int rc);
  * log sync, fails with err (e.g. -ENOSPC, -EIO). Loop thread. */
 void bookie_test_fail_journal(bookie_t *bk, int err);
 void bookie_test_fail_flush(bookie_t *bk, int err);
+/* Applies a disk usage (0..1) as if the periodic check had measured it on
+ * both directories (tests: a disk filling and freed without filling one). */
+void bookie_test_disk_usage(bookie_t *bk, double usage);
 /* Closes like a crash after the last acknowledgement: threads stopped and
  * memory freed, but no final flush or checkpoint (the journal must replay). */
 void bookie_test_abandon(bookie_t *bk);

@@ -31,7 +31,9 @@ def test_bookie_storage_options():
                               "--minorCompactionThreshold=0.1", "--minorCompactionInterval=7200",
                               "--majorCompactionThreshold=-1", "--majorCompactionInterval=600",
                               "--dbStorage_writeCacheMaxSizeMb=24",
-                              "--dbStorage_readAheadCacheMaxSizeMb=0"],
+                              "--dbStorage_readAheadCacheMaxSizeMb=0",
+                              "--diskUsageThreshold=0.97", "--diskUsageLwmThreshold=0.85",
+                              "--diskCheckInterval=5000"],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         try:
@@ -51,6 +53,8 @@ def test_bookie_storage_options():
             assert "majorCompactionThreshold=0, majorCompactionInterval=0" in line, line
             assert "dbStorage_writeCacheMaxSizeMb=24" in line, line
             assert "dbStorage_readAheadCacheMaxSizeMb=0" in line, line
+            assert ("diskUsageThreshold=0.97, diskUsageLwmThreshold=0.85, "
+                    "diskCheckInterval=5000") in line, line
         finally:
             p.send_signal(signal.SIGTERM)
             assert p.wait(timeout=BOUND_S) == 0
@@ -78,6 +82,12 @@ def test_bookie_storage_options():
     ("dbStorage_writeCacheMaxSizeMb", "65537"),
     ("dbStorage_readAheadCacheMaxSizeMb", "-1"),
     ("dbStorage_readAheadCacheMaxSizeMb", "lots"),
+    ("diskUsageThreshold", "1.2"),
+    ("diskUsageThreshold", "0"),
+    ("diskUsageThreshold", "full"),
+    ("diskUsageLwmThreshold", "0.99"),  # above the threshold (0.95)
+    ("diskCheckInterval", "-1"),
+    ("diskCheckInterval", "10s"),
 ])
 def test_bookie_bad_value_refused(key, value):
     with tempfile.TemporaryDirectory(prefix="quire-bookie-cli-") as d:
@@ -108,6 +118,12 @@ def test_bookie_bad_value_refused(key, value):
     ("dbStorage_writeCacheMaxSizeMb", "0"),
     ("dbStorage_readAheadCacheMaxSizeMb", "-5"),
     ("dbStorage_readAheadCacheMaxSizeMb", "99999999"),
+    ("diskUsageThreshold", "1.5"),
+    ("diskUsageThreshold", "-0.5"),
+    ("diskUsageLwmThreshold", "0.96"),  # above the threshold (0.95)
+    ("diskUsageLwmThreshold", "most"),
+    ("diskCheckInterval", "-10"),
+    ("diskCheckInterval", "999999999999"),
 ])
 def test_standalone_bad_value_refused(key, value):
     with tempfile.TemporaryDirectory(prefix="quire-sa-cli-") as d:

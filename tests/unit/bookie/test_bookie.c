@@ -86,6 +86,7 @@ void bt_config(bookie_config_t *cfg, const char *dir)
     cfg->flush_interval_ms = 3600 * 1000; /* flushes only when a test asks */
     cfg->gc_interval_ms = 3600 * 1000;
     cfg->pending_adds_max = 10000;
+    cfg->disk_check_interval_ms = 0; /* whatever this machine's disk: tests apply usages */
 }
 
 typedef struct bt_res {
@@ -1363,6 +1364,128 @@ static void test_recovery_add_on_fenced(void)
     free(dir);
 }
 
+/* The disk above diskUsageThreshold: plain adds refused (QE_READ_ONLY), what
+ * frees space or closes ledgers served (recovery adds, fences, deletes, reads),
+ * a GC pass started and no compaction while full; below the low mark (not just
+ * below the high one) adds are taken again, and the schedule's compaction runs. */
+static void test_disk_full_refuses_adds(void)
+{
+    char *dir = bt_dir("bk-diskfull");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    char before[4096];
+    bookie_t *bk = compaction_setup(&cfg, before, sizeof before); /* a log to compact */
+    for (int e = 0; e < 3; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 80, e, e - 1, 100), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 82, 0, -1, 100), 0);
+    CU_ASSERT_TRUE(bookie_writable(bk));
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    uint64_t passes = st.gc_passes;
+
+    bookie_test_disk_usage(bk, 0.96);
+    CU_ASSERT_FALSE(bookie_writable(bk));
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_TRUE(st.disk_full);
+    CU_ASSERT_FALSE(st.read_only);
+    CU_ASSERT_DOUBLE_EQUAL(st.disk_usage, 0.96, 1e-9);
+    st = stats_wait(bk, st_passes, passes + 1); /* the pass it started */
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 0);   /* no compaction while full */
+    CU_ASSERT_EQUAL(bt_add(bk, 80, 3, 2, 100), QE_READ_ONLY);
+    CU_ASSERT_EQUAL(bt_add(bk, 81, 0, -1, 100), QE_READ_ONLY);
+    CU_ASSERT_EQUAL(bt_add_recovery(bk, 80, 3, 2, 100), 0);
+    int64_t lac = -2;
+    CU_ASSERT_EQUAL(bt_fence(bk, 80, &lac), 0);
+    CU_ASSERT_EQUAL(lac, 2);
+    CU_ASSERT_EQUAL(bt_delete(bk, 82), 0);
+    for (int e = 0; e < 4; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 80, e, 100), 0);
+    CU_ASSERT_EQUAL(bt_gc(bk), 0); /* asked for: still no compaction */
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 0);
+
+    bookie_test_disk_usage(bk, 0.92); /* between the marks: still refused */
+    CU_ASSERT_FALSE(bookie_writable(bk));
+    CU_ASSERT_EQUAL(bt_add(bk, 81, 0, -1, 100), QE_READ_ONLY);
+    bookie_test_disk_usage(bk, 0.89);
+    CU_ASSERT_TRUE(bookie_writable(bk));
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_FALSE(st.disk_full);
+    CU_ASSERT_EQUAL(bt_add(bk, 81, 0, -1, 100), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 81, 0, 100), 0);
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* The real check (statvfs): at open, and then on its timer. A mark below any
+ * real usage refuses the first add; with the marks at 1 (a disk never that
+ * full here) the timer's next check makes a bookie the test marked full
+ * writable again. */
+static void test_disk_check_measures(void)
+{
+    char *dir = bt_dir("bk-diskcheck");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    char err[160];
+    TEST_REQUIRE(bookie_config_disk(&cfg, 1e-9, 1e-9, 3600 * 1000, err, sizeof err) == 0);
+    bookie_t *bk = bt_open(&cfg);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_TRUE(st.disk_full);
+    CU_ASSERT_TRUE(st.disk_usage > 0 && st.disk_usage <= 1);
+    CU_ASSERT_EQUAL(bt_add(bk, 90, 0, -1, 100), QE_READ_ONLY);
+    bookie_close(bk);
+
+    TEST_REQUIRE(bookie_config_disk(&cfg, 1, 1, 20, err, sizeof err) == 0);
+    bk = bt_open(&cfg);
+    CU_ASSERT_TRUE(bookie_writable(bk));
+    bookie_test_disk_usage(bk, 1.0);
+    CU_ASSERT_FALSE(bookie_writable(bk));
+    for (int i = 0; i < 500 && !bookie_writable(bk); i++)
+        test_run_for(bt_loop, 0.01);
+    CU_ASSERT_TRUE(bookie_writable(bk));
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_TRUE(st.disk_usage > 0 && st.disk_usage < 1);
+    CU_ASSERT_EQUAL(bt_add(bk, 90, 0, -1, 100), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_disk_config(void)
+{
+    bookie_config_t c;
+    char err[160];
+    bookie_config_defaults(&c);
+    CU_ASSERT_DOUBLE_EQUAL(c.disk_usage_threshold, 0.95, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(c.disk_usage_lwm_threshold, 0.90, 1e-12);
+    CU_ASSERT_EQUAL(c.disk_check_interval_ms, 10000);
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0.8, 0.7, 0, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.disk_check_interval_ms, 0);
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0.8, 0.9, 1000, err, sizeof err), QE_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "diskUsageLwmThreshold"));
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 1.5, 0.9, 1000, err, sizeof err), QE_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "diskUsageThreshold"));
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0, 0, 1000, err, sizeof err), QE_INVALID);
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0.9, 0.8, -1, err, sizeof err), QE_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "diskCheckInterval"));
+    CU_ASSERT_DOUBLE_EQUAL(c.disk_usage_threshold, 0.8, 1e-12); /* refusals change nothing */
+    c.disk_usage_lwm_threshold = 0.99; /* set by hand: bookie_open refuses it */
+    char *dir = bt_dir("bk-diskcfg");
+    c.data_dir = dir;
+    bookie_t *bk = NULL;
+    CU_ASSERT_EQUAL(bookie_open(bt_loop, &c, &bk), QE_INVALID);
+    CU_ASSERT_PTR_NULL(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static uint64_t bt_ndirty(bookie_t *bk)
 {
     pthread_mutex_lock(&bk->lock);
@@ -1470,6 +1593,9 @@ static void register_suites(void)
     CU_add_test(s, "periodic checkpoint trims the journal", test_periodic_checkpoint_trims_journal);
     CU_add_test(s, "replace before fence", test_replace_before_fence);
     CU_add_test(s, "recovery add on a fenced ledger", test_recovery_add_on_fenced);
+    CU_add_test(s, "disk full: adds refused until below the low mark", test_disk_full_refuses_adds);
+    CU_add_test(s, "disk usage measured at open and on a timer", test_disk_check_measures);
+    CU_add_test(s, "disk usage keys", test_disk_config);
     CU_add_test(s, "checkpoint persists only changed ledgers",
                 test_checkpoint_persists_only_changed_ledgers);
     bookie_direct_register();
