@@ -71,3 +71,9 @@ int bk_client_delete_ledger(bk_client_t *c, int64_t ledger_id, bk_done_cb cb, vo
     assert(c && c->ops->delete_ledger && cb);
     return c->ops->delete_ledger(c, ledger_id, cb, arg);
 }
+
+bool bk_client_writable(bk_client_t *c)
+{
+    assert(c);
+    return !c->ops->writable || c->ops->writable(c);
+}

@@ -14,6 +14,7 @@
 #define QUIRE_STORAGE_BOOKIE_CLIENT_H
 
 #include <ev.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/buf.h"
@@ -43,6 +44,10 @@ typedef struct bk_client_ops {
      * as add otherwise. Without it recovery uses add, which fenced bookies refuse. */
     int (*recovery_add)(bk_client_t *c, int64_t ledger_id, int64_t entry_id, int64_t lac,
                         qbuf_t *data, bk_add_cb cb, void *arg);
+    /* Optional (NULL: always): whether the bookie is believed to take new
+     * adds. The ledger client leaves bookies that do not out of new ensembles
+     * and replacements (BookKeeper's read-only bookies). */
+    bool (*writable)(bk_client_t *c);
 } bk_client_ops_t;
 
 /* Every handle starts with this header; implementations embed it first. */
@@ -72,5 +77,7 @@ int bk_client_read_lac(bk_client_t *c, int64_t ledger_id, bk_lac_cb cb, void *ar
 int bk_client_fence(bk_client_t *c, int64_t ledger_id, bk_lac_cb cb, void *arg);
 int bk_client_last_entry(bk_client_t *c, int64_t ledger_id, bk_lac_cb cb, void *arg);
 int bk_client_delete_ledger(bk_client_t *c, int64_t ledger_id, bk_done_cb cb, void *arg);
+/* ops->writable when the handle has it, else true. */
+bool bk_client_writable(bk_client_t *c);
 
 #endif

@@ -263,6 +263,11 @@ static void local_free(bk_client_t *bc)
     free(l);
 }
 
+static bool local_writable(bk_client_t *bc)
+{
+    return bookie_writable(((bk_local_t *)bc)->bookie);
+}
+
 static const bk_client_ops_t local_ops = {
     .add = local_add,
     .read = local_read,
@@ -272,6 +277,7 @@ static const bk_client_ops_t local_ops = {
     .delete_ledger = local_delete_ledger,
     .free = local_free,
     .recovery_add = local_recovery_add,
+    .writable = local_writable,
 };
 
 bk_client_t *bk_client_local(bookie_t *bookie, const char *id)

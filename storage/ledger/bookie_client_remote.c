@@ -36,6 +36,11 @@
  * Memory: add references its data buffer until the frame is written; an entry
  * given to a read callback is borrowed for the callback only.
  *
+ * Read-only bookies: a plain add answered READ_ONLY (the bookie's disk above
+ * its mark, or an I/O error) makes the handle report the bookie not writable
+ * for BKR_READ_ONLY_HOLD_S (its disk check's default period), so new
+ * ensembles leave it out meanwhile; a plain add it takes again clears that.
+ *
  * Host names are resolved with getaddrinfo() when connecting, on the loop:
  * use IP addresses (or /etc/hosts names) to keep the loop from waiting on DNS.
  */
@@ -63,6 +68,7 @@
 #define BKR_BACKOFF_MAX_S 5.0
 #define BKR_TIMEOUT_DEFAULT_MS 5000u
 #define BKR_READS_PER_WAKEUP 16
+#define BKR_READ_ONLY_HOLD_S 10.0
 
 typedef enum { BKR_IDLE, BKR_CONNECTING, BKR_CONNECTED, BKR_BACKOFF } bkr_state_t;
 
@@ -79,6 +85,7 @@ typedef struct bkr_call {
     struct bkr_call *hnext;       /* hash chain, while pending */
     uint64_t id;
     Quire__Bookie__OpType op;
+    bool recovery; /* a recovery add (taken by a read-only bookie too) */
     ev_tstamp deadline;
     bkr_cb_t cb;
     void *arg;
@@ -111,6 +118,7 @@ typedef struct bk_remote {
     bkr_list_t done;    /* in completion order */
     bkr_call_t *table[BKR_HASH_BUCKETS];
     uint64_t next_id;
+    ev_tstamp read_only_until; /* not writable before (a READ_ONLY answer) */
 } bk_remote_t;
 
 static void bkr_fail_connection(bk_remote_t *r, const char *why);
@@ -252,6 +260,21 @@ static void bkr_on_call_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ------------------------------------------------------------- responses -- */
 
+/* What a plain add's answer says of the bookie's writability. */
+static void bkr_note_add(bk_remote_t *r, int rc)
+{
+    if (rc == QE_READ_ONLY) {
+        if (ev_now(r->loop) >= r->read_only_until)
+            log_warn("bk-remote",
+                     "%s: read-only (adds refused): left out of new ensembles "
+                     "for %.0f s",
+                     r->base.id, BKR_READ_ONLY_HOLD_S);
+        r->read_only_until = ev_now(r->loop) + BKR_READ_ONLY_HOLD_S;
+    } else if (rc == 0) {
+        r->read_only_until = 0;
+    }
+}
+
 /* Matches one response frame to its call; false if the stream is bad. */
 static bool bkr_handle_frame(bk_remote_t *r, bkrpc_frame_t *f)
 {
@@ -274,6 +297,8 @@ static bool bkr_handle_frame(bk_remote_t *r, bkrpc_frame_t *f)
         ok = false;
     } else {
         int rc = bkrpc_status_to_rc(p->status);
+        if (c->op == QUIRE__BOOKIE__OP_TYPE__ADD && !c->recovery)
+            bkr_note_add(r, rc);
         c->lac = p->has_lac ? p->lac : -1;
         c->entry = f->body;
         if (rc == 0 && c->op == QUIRE__BOOKIE__OP_TYPE__READ && !c->entry)
@@ -486,6 +511,7 @@ static int bkr_call(bk_remote_t *r, Quire__Bookie__Request *q, qbuf_t *body, bkr
         return -ENOMEM;
     c->id = r->next_id++;
     c->op = q->op;
+    c->recovery = q->add && q->add->has_recovery && q->add->recovery;
     c->lac = -1;
     c->arg = arg;
     c->cb = cb;
@@ -619,6 +645,12 @@ static void remote_free(bk_client_t *bc)
     free(r);
 }
 
+static bool remote_writable(bk_client_t *bc)
+{
+    bk_remote_t *r = (bk_remote_t *)bc;
+    return ev_now(r->loop) >= r->read_only_until;
+}
+
 static const bk_client_ops_t remote_ops = {
     .add = remote_add,
     .read = remote_read,
@@ -628,6 +660,7 @@ static const bk_client_ops_t remote_ops = {
     .delete_ledger = remote_delete_ledger,
     .free = remote_free,
     .recovery_add = remote_recovery_add,
+    .writable = remote_writable,
 };
 
 /* Splits "host:port" or "[v6]:port". */

@@ -155,11 +155,18 @@ void ledger_client_mark_bookie_down(ledger_client_t *lc, const char *bookie_id)
             lc->bookies[i].down = true;
 }
 
+/* A bookie new ensembles and replacements may use: not marked down, and
+ * taking adds as far as its handle knows (not read-only). */
+static bool lc_bookie_usable(const ledger_client_t *lc, int i)
+{
+    return !lc->bookies[i].down && bk_client_writable(lc->bookies[i].client);
+}
+
 int ledger_client_bookies_available(const ledger_client_t *lc)
 {
     int n = 0;
     for (int i = 0; i < lc->nbookies; i++)
-        n += !lc->bookies[i].down;
+        n += lc_bookie_usable(lc, i);
     return n;
 }
 
@@ -192,7 +199,7 @@ int lc_choose_bookies(ledger_client_t *lc, int n, uint64_t avoid, bk_client_t **
     int got = 0;
     for (int i = 0; i < lc->nbookies && got < n; i++) {
         int b = (lc->rr_next + i) % lc->nbookies;
-        if (!lc->bookies[b].down && !(avoid & (UINT64_C(1) << b)))
+        if (lc_bookie_usable(lc, b) && !(avoid & (UINT64_C(1) << b)))
             out[got++] = lc->bookies[b].client;
     }
     if (got < n)
@@ -560,7 +567,8 @@ int ledger_create(ledger_client_t *lc, const ledger_quorum_t *q, ledger_open_cb 
     if (rc < 0) {
         log_warn("ledger",
                  "create refused: ensemble size E=%d (Qw=%d Qa=%d) but only %d of %d bookies "
-                 "available; lower managedLedgerDefaultEnsembleSize or add bookies",
+                 "available (the others down or read-only, e.g. a full disk); free disk "
+                 "space, lower managedLedgerDefaultEnsembleSize or add bookies",
                  q->ensemble, q->write_quorum, q->ack_quorum, ledger_client_bookies_available(lc),
                  lc->nbookies);
         return rc;

@@ -71,7 +71,8 @@ typedef struct ledger_quorum {
  * broker's managedLedgerDefault{EnsembleSize,WriteQuorum,AckQuorum} keys,
  * when set, override it. */
 void ledger_quorum_default(int nbookies, ledger_quorum_t *out);
-/* Bookies added and not marked down: the largest E ledger_create accepts. */
+/* Bookies added, not marked down and writable (bk_client_writable): the
+ * largest E ledger_create accepts now. */
 int ledger_client_bookies_available(const ledger_client_t *lc);
 
 typedef void (*ledger_open_cb)(int rc, ledger_t *ledger, void *arg);

@@ -23,6 +23,7 @@
 
 #include "common/errors.h"
 #include "storage/bookie/bookie.h"
+#include "storage/bookie/bookie_int.h" /* bookie_test_disk_usage */
 #include "storage/bookie/bookie_rpc.h"
 #include "storage/bookie/bookie_server.h"
 #include "storage/ledger/bookie_client.h"
@@ -796,6 +797,39 @@ static void test_remote_refused(void)
 
 /* ---------------------------------------------------------------- main -- */
 
+/* A bookie whose disk is full: the local handle is not writable at once, the
+ * remote one from the first plain add the bookie answers READ_ONLY (a
+ * recovery add it takes does not change that), and again from the first plain
+ * add it takes. */
+static void test_read_only_bookie_not_writable(void)
+{
+    env_t e;
+    env_open(&e, 0);
+    bk_client_t *c = bk_client_remote(e.loop, e.addr, 5000);
+    bk_client_t *l = bk_client_local(e.bk, "local");
+    TEST_REQUIRE(c && l);
+    qbuf_t *d = entry_bytes(5, 0, 100);
+    CU_ASSERT_EQUAL(do_add(e.loop, c, 5, 0, -1, d), 0);
+    CU_ASSERT_TRUE(bk_client_writable(c) && bk_client_writable(l));
+    bookie_test_disk_usage(e.bk, 0.99);
+    CU_ASSERT_FALSE(bk_client_writable(l));
+    CU_ASSERT_EQUAL(do_add(e.loop, c, 5, 1, 0, d), QE_READ_ONLY);
+    CU_ASSERT_FALSE(bk_client_writable(c));
+    res_t r = {0};
+    CU_ASSERT_EQUAL(bk_client_recovery_add(c, 5, 1, 0, d, add_cb, &r), 0);
+    CU_ASSERT_TRUE(test_run_until(e.loop, &r.done, WAIT_S));
+    CU_ASSERT_EQUAL(r.rc, 0);
+    CU_ASSERT_FALSE(bk_client_writable(c));
+    bookie_test_disk_usage(e.bk, 0.5);
+    CU_ASSERT_TRUE(bk_client_writable(l));
+    CU_ASSERT_EQUAL(do_add(e.loop, c, 6, 0, -1, d), 0);
+    CU_ASSERT_TRUE(bk_client_writable(c));
+    qbuf_unref(d);
+    bk_client_free(l);
+    bk_client_free(c);
+    env_close(&e);
+}
+
 static void register_suites(void)
 {
     bkrpc_register_codec_suite();
@@ -808,6 +842,7 @@ static void register_suites(void)
     CU_add_test(s, "remote timeout", test_remote_timeout);
     CU_add_test(s, "remote in-flight bound", test_remote_inflight_bound);
     CU_add_test(s, "remote refused connection", test_remote_refused);
+    CU_add_test(s, "read-only bookie not writable", test_read_only_bookie_not_writable);
     CU_add_test(s, "killed server, then reconnect", test_killed_server_then_reconnect);
 }
 

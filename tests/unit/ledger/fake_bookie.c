@@ -44,7 +44,7 @@ struct fake_bookie {
     fake_answer_t *black_head;  /* partitioned adds: never delivered before free */
     ev_timer timer;
     int fail_rc;
-    bool stalled, partitioned;
+    bool stalled, partitioned, read_only;
     uint32_t delay_ms;
     int busy;
     uint64_t adds_seen;
@@ -213,6 +213,8 @@ static int do_add(fake_bookie_t *fb, int64_t lid, int64_t eid, int64_t lac, qbuf
     fake_ledger_t *l = rc ? NULL : ledger_find(fb, lid, true);
     if (l && l->fenced && !recovery)
         rc = QE_FENCED;
+    if (rc == 0 && fb->read_only && !recovery)
+        rc = QE_READ_ONLY;
     if (rc == 0) {
         ledger_store(l, eid, data);
         if (lac > l->lac)
@@ -307,6 +309,11 @@ static void fake_free_op(bk_client_t *c)
     fake_bookie_free((fake_bookie_t *)c);
 }
 
+static bool fake_writable(bk_client_t *c)
+{
+    return !((fake_bookie_t *)c)->read_only;
+}
+
 static const bk_client_ops_t fake_ops = {
     .add = fake_add,
     .read = fake_read,
@@ -316,6 +323,7 @@ static const bk_client_ops_t fake_ops = {
     .delete_ledger = fake_delete,
     .free = fake_free_op,
     .recovery_add = fake_recovery_add,
+    .writable = fake_writable,
 };
 
 /* ----------------------------------------------------------- control -- */
@@ -330,6 +338,11 @@ fake_bookie_t *fake_bookie_new(struct ev_loop *loop, const char *id)
     ev_timer_init(&fb->timer, timer_cb, 0, 0);
     fb->timer.data = fb;
     return fb;
+}
+
+void fake_bookie_read_only(fake_bookie_t *fb, bool on)
+{
+    fb->read_only = on;
 }
 
 bk_client_t *fake_bookie_client(fake_bookie_t *fb)

@@ -11,6 +11,8 @@
  *                       adds, fences, reads still work): a writer cut off
  *   lose(ledger, from)  forgets the ledger's entries >= from
  *   busy(n)             the next n plain adds return QE_BUSY (no callback)
+ *   read_only(on)       plain adds answer QE_READ_ONLY and the handle reports
+ *                       itself not writable (a bookie whose disk is full)
  * Held answers still pending at free are answered QE_CLOSED (bookie_client.h).
  * Every delivered add answer is appended to a process-wide log (bookie, entry,
  * rc) so tests can check the order in which acks arrived.
@@ -39,6 +41,7 @@ void fake_bookie_partition_adds(fake_bookie_t *fb, bool on);
 void fake_bookie_set_delay_ms(fake_bookie_t *fb, uint32_t ms);
 /* The next n plain adds are refused at once with QE_BUSY (back-pressure). */
 void fake_bookie_busy(fake_bookie_t *fb, int n);
+void fake_bookie_read_only(fake_bookie_t *fb, bool on);
 void fake_bookie_lose(fake_bookie_t *fb, int64_t ledger_id, int64_t from_entry);
 
 bool fake_bookie_has(fake_bookie_t *fb, int64_t ledger_id, int64_t entry_id);

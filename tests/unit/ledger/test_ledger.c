@@ -514,6 +514,45 @@ static void test_ensemble_change_on_timeout(void)
     env_teardown(&t);
 }
 
+/* A read-only bookie (its disk full) is left out of new ensembles and of
+ * replacements: with it and one failed bookie, a ledger of three over four has
+ * no replacement; writable again, it is chosen. */
+static void test_read_only_bookie_left_out(void)
+{
+    env_t t;
+    env_setup(&t, 4, 5000);
+    fake_bookie_read_only(t.fb[3], true);
+    CU_ASSERT_EQUAL(ledger_client_bookies_available(t.lc), 3);
+    ledger_quorum_t q = {.ensemble = 4, .write_quorum = 2, .ack_quorum = 2};
+    waiter_t w = {0};
+    CU_ASSERT_EQUAL(ledger_create(t.lc, &q, open_cb, &w), QE_UNAVAILABLE);
+    for (int i = 0; i < 3; i++) { /* every rotation of the round robin */
+        ledger_t *l = create_ledger(&t, t.lc, 3, 3, 3);
+        ledger_md_t md;
+        TEST_REQUIRE(read_md(&t, ledger_id(l), &md) == 0);
+        for (int s = 0; s < 3; s++)
+            CU_ASSERT_STRING_NOT_EQUAL(md.segments[0].bookies[s], "bk3");
+        ledger_md_free(&md);
+        CU_ASSERT_EQUAL(close_ledger(&t, l), 0);
+    }
+    ledger_t *l = create_ledger(&t, t.lc, 3, 3, 3);
+    memset(&adds_buf, 0, sizeof adds_buf);
+    TEST_REQUIRE(add_entries(l, &adds_buf, 0, 1, 0) == 0);
+    TEST_REQUIRE(adds_wait(&t, &adds_buf, 2));
+    check_adds_in_order(&adds_buf, 0, 2, 0);
+    fake_bookie_fail(t.fb[0], -EIO);
+    TEST_REQUIRE(add_entries(l, &adds_buf, 2, 2, 0) == 0);
+    TEST_REQUIRE(adds_wait(&t, &adds_buf, 3));
+    CU_ASSERT_EQUAL(adds_buf.rcs[2], QE_UNAVAILABLE); /* no writable replacement */
+    CU_ASSERT_EQUAL(close_ledger(&t, l), 0);
+
+    fake_bookie_read_only(t.fb[3], false);
+    CU_ASSERT_EQUAL(ledger_client_bookies_available(t.lc), 4);
+    l = create_ledger(&t, t.lc, 4, 2, 2);
+    CU_ASSERT_EQUAL(close_ledger(&t, l), 0);
+    env_teardown(&t);
+}
+
 /* No bookie left to replace a failed one: pending adds fail, later adds too. */
 static void test_no_replacement_fails_adds(void)
 {
@@ -1368,6 +1407,7 @@ static void register_suites(void)
     CU_add_test(s, "ensemble change on failure", test_ensemble_change_on_failure);
     CU_add_test(s, "ensemble change on timeout", test_ensemble_change_on_timeout);
     CU_add_test(s, "no replacement fails adds", test_no_replacement_fails_adds);
+    CU_add_test(s, "read-only bookie left out of ensembles", test_read_only_bookie_left_out);
     CU_add_test(s, "pending adds bounded", test_pending_adds_bounded);
     CU_add_test(s, "recovery fences writer", test_recovery_fences_writer);
     CU_add_test(s, "recovery finds last entry", test_recovery_finds_last_entry);

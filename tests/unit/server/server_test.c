@@ -78,6 +78,11 @@ static void flaky_free(bk_client_t *c)
     free(c);
 }
 
+static bool flaky_writable(bk_client_t *c)
+{
+    return bk_client_writable(((flaky_bk_t *)c)->inner);
+}
+
 static const bk_client_ops_t flaky_ops = {
     .add = flaky_add,
     .read = flaky_read,
@@ -87,6 +92,7 @@ static const bk_client_ops_t flaky_ops = {
     .delete_ledger = flaky_delete,
     .free = flaky_free,
     .recovery_add = flaky_recovery_add, /* as the local handle: fenced ledgers recover */
+    .writable = flaky_writable,
 };
 
 struct tbroker {
@@ -202,6 +208,11 @@ struct ev_loop *tbroker_loop(tbroker_t *tb)
 struct md_store *tbroker_md(tbroker_t *tb)
 {
     return tb->md;
+}
+
+struct bookie *tbroker_bookie(tbroker_t *tb)
+{
+    return tb->bookie;
 }
 
 void tbroker_fail_reads(tbroker_t *tb, int n, int rc)

@@ -31,6 +31,8 @@ broker_t *tbroker_broker(tbroker_t *tb);
 void tbroker_stop(tbroker_t *tb);
 struct ev_loop *tbroker_loop(tbroker_t *tb);
 struct md_store *tbroker_md(tbroker_t *tb);
+/* The in-process bookie (fault injection through bookie_int.h). */
+struct bookie *tbroker_bookie(tbroker_t *tb);
 /* The next n reads from the bookie fail with rc (returned at once); how many
  * did since. */
 void tbroker_fail_reads(tbroker_t *tb, int n, int rc);
