@@ -104,6 +104,21 @@ static void topic_add_producer(topic_t *t, producer_t *p)
     t->producers_count++;
 }
 
+/* A persistent topic whose log cannot be written now (no ledger, and no
+ * writable bookie to create one: their disks full) refuses producers with a
+ * retriable error: clients back off and their sends time out, where a
+ * producer admitted only to have every publish fail would reconnect at once,
+ * over and over, the client's send timeout restarting each time. */
+static int producer_storage_admit(const topic_t *t, pb_error_t *err, const char **why)
+{
+    if (!t->ml || ml_can_write(t->ml))
+        return 0;
+    *err = PULSAR__PROTO__SERVER_ERROR__ServiceNotReady;
+    *why = "Topic cannot be written now: not enough writable bookies (disk full?)";
+    log_warn("producer", "%s: producer refused: not enough writable bookies", t->name);
+    return -1;
+}
+
 static void producer_topic_ready(int rc, topic_t *t, void *arg)
 {
     create_ctx_t *ctx = arg;
@@ -133,6 +148,7 @@ static void producer_topic_ready(int rc, topic_t *t, void *arg)
     int access = 0;
     if (limits_admit_producer(t, &err, &why) < 0 ||
         backlog_quota_admit_producer(t, &err, &why) < 0 ||
+        producer_storage_admit(t, &err, &why) < 0 ||
         (access = producer_access_admit(t, p, ctx->request_id, &err, &why)) < 0) {
         qmap64_remove(c->producers, ctx->producer_id);
         conn_send_error(c, ctx->request_id, err, why);

@@ -36,8 +36,14 @@
 
 /* ------------------------------------------------------------ bounds -- */
 
-#define ML_LEDGERS_MAX 10000                 /* ledgers in one managed ledger's list */
-#define ML_ADDS_PENDING_MAX 8192             /* adds queued + in flight per managed ledger */
+#define ML_LEDGERS_MAX 10000     /* ledgers in one managed ledger's list */
+#define ML_ADDS_PENDING_MAX 8192 /* adds queued + in flight per managed ledger */
+/* After a ledger could not be created (no writable bookie: a full disk), adds
+ * fail at once with that error for this long before the next attempt, as
+ * Pulsar's WaitTimeAfterLedgerCreationFailureMs did, unless enough bookies are
+ * writable again: clients resending at once neither try a creation each nor
+ * log two lines each. */
+#define ML_CREATE_RETRY_S 1.0
 #define ML_READS_PENDING_MAX 1024            /* ml_read calls in flight per managed ledger */
 #define ML_READ_ENTRIES_MAX 10000            /* one ml_read returns at most this many */
 #define ML_READ_BATCH_MAX 256                /* one ledger_read asks for at most this many */
@@ -277,9 +283,12 @@ struct managed_ledger {
     bool ledger_failed;                    /* an add failed: roll over */
     bool rollover_due;                     /* max_ledger_rollover_time_s reached */
     ev_tstamp current_since;               /* loop time `current` was created or opened */
-    bool roll_busy;                        /* rollover: a close or create in flight */
-    int64_t rolling_ledger_id;             /* rollover: the ledger being closed */
-    size_t current_reads;                  /* ledger_read calls on `current` in flight */
+    ev_tstamp create_failed_at;            /* loop time of the last failed creation */
+    int create_rc;                         /* ... and its error (ML_NO_LEDGER) */
+    uint64_t create_failures;
+    bool roll_busy;            /* rollover: a close or create in flight */
+    int64_t rolling_ledger_id; /* rollover: the ledger being closed */
+    size_t current_reads;      /* ledger_read calls on `current` in flight */
     ev_timer rollover_timer;
     size_t open_idx; /* opening: next ledger to check for recovery */
     uint64_t entries_added;

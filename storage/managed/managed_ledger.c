@@ -286,10 +286,14 @@ static void open_md_written(int rc, void *arg)
         open_fail(ml, rc);
         return;
     }
-    ml->state = ML_READY;
+    ml->state = ml->current ? ML_READY : ML_NO_LEDGER;
     ml_trim_start_timer(ml);
-    log_info("managed", "%s: open, %zu ledgers, writing ledger %lld", ml->name, ml->ledgers.n,
-             (long long)ml->ledgers.current_id);
+    if (ml->current)
+        log_info("managed", "%s: open, %zu ledgers, writing ledger %lld", ml->name, ml->ledgers.n,
+                 (long long)ml->ledgers.current_id);
+    else
+        log_warn("managed", "%s: open for reads, %zu ledgers: no ledger to write to yet (%s)",
+                 ml->name, ml->ledgers.n, q_strerror(ml->create_rc));
     opener_complete_all(ml, 0);
     ml_adds_pump(ml);
 }
@@ -318,6 +322,16 @@ static void open_cursors_loaded(int rc, void *arg)
         rc = ledger_create(ml->f->lc, &ml->cfg.quorum, open_created, ml);
         if (rc < 0)
             ml->holds--;
+    }
+    if (rc == QE_UNAVAILABLE) {
+        /* No writable bookie (their disks full, or down): open for reads, so
+         * that consumers drain what is stored (and trimming frees space);
+         * adds fail as after a failed rollover, a creation tried again at
+         * most every ML_CREATE_RETRY_S (ml_adds_pump). */
+        ml->create_failed_at = ev_now(ml->f->loop);
+        ml->create_rc = rc;
+        ml->create_failures++;
+        rc = ml_md_write(ml, open_md_written, ml);
     }
     if (rc < 0)
         open_fail(ml, rc);
@@ -561,6 +575,11 @@ void ml_adds_pump(managed_ledger_t *ml)
             fail_queued(ml, ml->state == ML_FENCED ? QE_FENCED : QE_CLOSED);
             return;
         }
+        if (ev_now(ml->f->loop) - ml->create_failed_at < ML_CREATE_RETRY_S &&
+            ledger_client_bookies_available(ml->f->lc) < ml->cfg.quorum.ensemble) {
+            fail_queued(ml, ml->create_rc);
+            return;
+        }
         ml->state = ML_READY; /* NO_LEDGER: retry with a new ledger */
         ml->ledger_failed = true;
     }
@@ -632,6 +651,14 @@ int ml_add(managed_ledger_t *ml, qbuf_t *data, ml_add_cb cb, void *arg)
     return 0;
 }
 
+bool ml_can_write(const managed_ledger_t *ml)
+{
+    if (ml->state == ML_FENCED || ml->closing)
+        return false;
+    return ml->state != ML_NO_LEDGER ||
+           ledger_client_bookies_available(ml->f->lc) >= ml->cfg.quorum.ensemble;
+}
+
 void ml_set_added_listener(managed_ledger_t *ml, ml_added_fn fn, void *arg)
 {
     ml->added_fn = fn;
@@ -643,6 +670,9 @@ void ml_set_added_listener(managed_ledger_t *ml, ml_added_fn fn, void *arg)
 static void rollover_failed(managed_ledger_t *ml, int rc)
 {
     log_error("managed", "%s: cannot start a new ledger: %s", ml->name, q_strerror(rc));
+    ml->create_failed_at = ev_now(ml->f->loop);
+    ml->create_rc = rc;
+    ml->create_failures++;
     if (ml->state != ML_FENCED)
         ml->state = ML_NO_LEDGER;
     if (ml->nqueued > 0 && ml->ninflight == 0)
@@ -1077,6 +1107,7 @@ void ml_get_stats(const managed_ledger_t *ml, ml_stats_t *out)
         out->current_ledger_size_bytes = (uint64_t)cur->size_bytes;
     }
     out->ledgers_count = ml->ledgers.n;
+    out->ledger_create_failures = ml->create_failures;
 }
 
 size_t ml_get_ledgers(const managed_ledger_t *ml, ml_ledger_info_t *out, size_t max)

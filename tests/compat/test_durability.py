@@ -370,3 +370,54 @@ def test_index_summaries_serve_every_message_across_restarts():
     finally:
         srv.stop()
         srv.cleanup()
+
+
+def test_full_disk_refuses_producers_and_still_serves_reads():
+    """The bookie's disk at diskUsageThreshold (here a mark below any real usage, so the
+    restarted server finds it full at its first check): the topic still loads and its 20
+    messages are delivered, a producer is refused with a retriable error (the client gives
+    up at its operation timeout; nothing hangs, nothing is stored), /metrics shows the
+    bookie read-only and the log says why; restarted with the default marks, publishing
+    goes on."""
+    from conftest import QuireServer
+
+    srv = QuireServer().start()
+    topic = "persistent://public/default/disk-full"
+    try:
+        client = new_client(srv.service_url)
+        client.subscribe(topic, "s", initial_position=E).close()
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(20):
+            producer.send(f"m-{i}".encode())
+        _close_quietly(client)
+        srv.extra_args = ["--diskUsageThreshold=0.000001", "--diskUsageLwmThreshold=0.000001"]
+        srv.restart()
+
+        client = new_client(srv.service_url, operation_timeout_seconds=3)
+        consumer = client.subscribe(topic, "s", initial_position=E)
+        got = receive_n(consumer, 20, ack=True)
+        assert [m.data() for m in got] == [f"m-{i}".encode() for i in range(20)]
+        t0 = time.monotonic()
+        with pytest.raises(Exception):
+            client.create_producer(topic, batching_enabled=False, send_timeout_millis=3000)
+        assert time.monotonic() - t0 < 20
+        with urllib.request.urlopen(f"{srv.web_url}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        assert "\nbookie_SERVER_STATUS 0\n" in text
+        assert "\nquire_bookie_disk_full 1\n" in text
+        log = srv.log_tail(400)
+        assert "diskUsageThreshold" in log
+        assert "not enough writable bookies" in log
+        _close_quietly(client)
+
+        srv.extra_args = []
+        srv.restart()
+        client = new_client(srv.service_url)
+        consumer = client.subscribe(topic, "s", initial_position=E)
+        producer = client.create_producer(topic, batching_enabled=False)
+        producer.send(b"after")
+        got = drain(consumer, ack=True)
+        assert [m.data() for m in got] == [b"after"]
+        _close_quietly(client)
+    finally:
+        srv.cleanup()

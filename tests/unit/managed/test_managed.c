@@ -16,6 +16,7 @@
 
 #include "common/errors.h"
 #include "storage/bookie/bookie.h"
+#include "storage/bookie/bookie_int.h" /* bookie_test_disk_usage */
 #include "storage/ledger/bookie_client.h"
 #include "storage/ledger/ledger.h"
 #include "storage/managed/cursor.h"
@@ -390,6 +391,56 @@ static void test_append_read_across_rollovers(void)
     CU_ASSERT_EQUAL(st.entries_added, 35);
     CU_ASSERT_EQUAL(st.entries, 35);
     CU_ASSERT_EQUAL(st.current_ledger_entries, 5);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    stack_close(&s);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* The bookie's disk full: adds fail (every time, while it lasts) and no
+ * ledger is created for them (the one bookie is not writable; a creation is
+ * tried at most once per ML_CREATE_RETRY_S); once the disk is below the low
+ * mark, adds go to a new ledger, and the log holds exactly the acknowledged
+ * entries. */
+static void test_adds_fail_while_disk_full(void)
+{
+    char *dir = test_tmpdir("ml-diskfull");
+    tstack_t s;
+    TEST_REQUIRE(stack_open(&s, dir, 1u << 20) == 0);
+    ml_config_t cfg = small_config();
+    managed_ledger_t *ml = open_ml(&s, "public/default/persistent/full", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    adds_t a;
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "e", 0, 5, 0, &a), 5);
+    ml_ledger_info_t infos[8];
+    CU_ASSERT_EQUAL(ml_get_ledgers(ml, infos, 8), 1);
+
+    bookie_test_disk_usage(s.bk, 0.99);
+    ml_stats_t st;
+    for (int round = 0; round < 4; round++) {
+        if (round == 3) /* past the retry delay: one more attempt */
+            test_run_for(s.loop, ML_CREATE_RETRY_S + 0.1);
+        CU_ASSERT_EQUAL(add_entries(&s, ml, "x", 0, 3, 0, &a), 0);
+        CU_ASSERT_TRUE(a.done);
+        CU_ASSERT_EQUAL(a.failed, a.issued);
+        ml_get_stats(ml, &st);
+        /* one creation tried for the first round's failure; the next rounds,
+         * within the retry delay, fail without one */
+        CU_ASSERT_EQUAL(st.ledger_create_failures, round < 3 ? 1 : 2);
+    }
+    size_t nl = ml_get_ledgers(ml, infos, 8);
+    CU_ASSERT_EQUAL(nl, 1); /* the full one closed, none created */
+    CU_ASSERT_EQUAL(infos[0].entries, 5);
+
+    bookie_test_disk_usage(s.bk, 0.5); /* writable: no wait for the retry delay */
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "f", 0, 5, 0, &a), 5);
+    CU_ASSERT_TRUE(a.order_ok);
+    CU_ASSERT_EQUAL(ml_get_ledgers(ml, infos, 8), 2);
+    got_t g;
+    CU_ASSERT_EQUAL(read_all(&s, ml, ML_POS_EARLIEST, 4, &g), 0);
+    CU_ASSERT_EQUAL(g.n, 10);
+    for (int i = 0; i < 10 && (size_t)i < g.n; i++)
+        CU_ASSERT_TRUE(text_is(&g, (size_t)i, i < 5 ? "e" : "f", i % 5));
     CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
     stack_close(&s);
     test_rm_rf(dir);
@@ -1419,6 +1470,7 @@ void register_managed_suite(void)
     CU_pSuite s = CU_add_suite("managed", NULL, NULL);
     CU_add_test(s, "metadata text unchanged", test_metadata_text_unchanged);
     CU_add_test(s, "append and read across rollovers", test_append_read_across_rollovers);
+    CU_add_test(s, "adds fail while the disk is full, then go on", test_adds_fail_while_disk_full);
     CU_add_test(s, "reopen after close, delete", test_reopen_after_close);
     CU_add_test(s, "reopen after crash", test_reopen_after_crash);
     CU_add_test(s, "cursor persistence with holes and batches", test_cursor_persistence);

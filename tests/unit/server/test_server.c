@@ -15,6 +15,7 @@
 #include "server/broker_int.h"
 #include "server/codec/frame.h"
 #include "common/murmur3.h"
+#include "storage/bookie/bookie_int.h" /* bookie_test_disk_usage */
 #include "tests/unit/server/server_test.h"
 
 #define T "persistent://public/default/"
@@ -432,6 +433,54 @@ static void test_read_failure_retried(void)
         free_frames(m, 3);
         CU_ASSERT_EQUAL(tbroker_reads_failed(tb), rounds[r].fails);
     }
+    tclient_close(c);
+    tbroker_stop(tb);
+}
+
+/* The bookie's disk full: a publish on an admitted producer fails (the
+ * connection is closed, the client resends), a new producer is refused with
+ * ServiceNotReady (clients back off), a consumer still gets what was stored;
+ * the disk freed, producers are admitted and publish again. */
+static void test_disk_full_refuses_producers(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *c = tclient_connect(tb, "disk-full");
+    TEST_REQUIRE(c != NULL);
+    CU_ASSERT_EQUAL(tclient_create_producer(c, T "disk-full", 1), 0);
+    CU_ASSERT_EQUAL(tclient_produce(c, 1, 0, NULL, "before", NULL, NULL), 0);
+    bookie_test_disk_usage(tbroker_bookie(tb), 0.99);
+    CU_ASSERT_EQUAL(tclient_send_message(c, 1, 1, NULL, "refused", 1), 0);
+    CU_ASSERT_TRUE(tclient_wait_closed(c, 5.0));
+    tclient_close(c);
+
+    c = tclient_connect(tb, "disk-full");
+    TEST_REQUIRE(c != NULL);
+    CU_ASSERT_EQUAL(tclient_create_producer(c, T "disk-full", 2),
+                    -1000 - PULSAR__PROTO__SERVER_ERROR__ServiceNotReady);
+    CU_ASSERT_EQUAL(tclient_subscribe(c, T "disk-full", "s", 3,
+                                      PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Exclusive, "c",
+                                      NULL, 0),
+                    0);
+    CU_ASSERT_EQUAL(tclient_flow(c, 3, 100), 0);
+    tframe_t *m[1] = {NULL};
+    char text[32];
+    CU_ASSERT_EQUAL(receive_messages(c, m, 1, 5.0), 1);
+    if (m[0])
+        CU_ASSERT_STRING_EQUAL(payload_text(m[0], text, sizeof text), "before");
+    free_frames(m, 1);
+    m[0] = NULL;
+
+    bookie_test_disk_usage(tbroker_bookie(tb), 0.5);
+    CU_ASSERT_EQUAL(tclient_create_producer(c, T "disk-full", 4), 0);
+    CU_ASSERT_EQUAL(tclient_produce(c, 4, 0, NULL, "after", NULL, NULL), 0);
+    CU_ASSERT_EQUAL(receive_messages(c, m, 1, 5.0), 1);
+    if (m[0])
+        CU_ASSERT_STRING_EQUAL(payload_text(m[0], text, sizeof text), "after");
+    free_frames(m, 1);
+    m[0] = NULL;
+    CU_ASSERT_EQUAL(receive_messages(c, m, 1, 0.3), 0); /* "refused" was never stored */
+    free_frames(m, 1);
     tclient_close(c);
     tbroker_stop(tb);
 }
@@ -1185,6 +1234,8 @@ static void register_suites(void)
     CU_add_test(s, "unknown ids and oversized permits", test_unknown_ids_and_oversized_permits);
     CU_add_test(s, "configuration keys", test_config_keys);
     CU_add_test(s, "read failures retried", test_read_failure_retried);
+    CU_add_test(s, "disk full: producers refused, consumers served",
+                test_disk_full_refuses_producers);
     CU_add_test(s, "replay set key counts", test_replay_key_counts);
     CU_add_test(s, "publish buffer bound held", test_publish_buffer_bound);
     CU_add_test(s, "no read buffer grows while publishes wait", test_publish_buffer_read_buffers);
