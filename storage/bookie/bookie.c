@@ -28,8 +28,9 @@
  * to wait, a ledger's next entries joined into runs (read_form_cb) that a
  * reader reads with one read where their records follow one another.
  *
- * Disk usage: checked at open and every disk_check_interval_ms on the loop
- * (statvfs of both directories, microseconds). Above the high mark plain adds
+ * Disk usage: checked at open, every disk_check_interval_ms and after every
+ * disk_check_bytes of adds, on the loop (statvfs of both directories,
+ * microseconds). Above the high mark plain adds
  * are refused; what the bookie already accepted completes, and recovery adds,
  * fences and deletes (a few bytes of journal each, and what frees space) go
  * on, in the headroom the mark leaves.
@@ -78,6 +79,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .disk_usage_threshold = 0.95,
         .disk_usage_lwm_threshold = 0.90,
         .disk_check_interval_ms = 10000,
+        .disk_check_bytes = 256u << 20,
     };
 }
 
@@ -237,6 +239,7 @@ static int bookie_post_done(bookie_t *bk, int rc, bookie_done_cb cb, void *arg)
 }
 
 static void bookie_adds_resume(bookie_t *bk);
+static void bookie_disk_check(bookie_t *bk);
 
 /* ----------------------------------------------------- flush scheduling -- */
 
@@ -415,6 +418,7 @@ static void bookie_apply_completed(bookie_t *bk, journal_req_t *r, int rc)
         read_cache_remove(&bk->rcache, r->ledger_id, r->entry_id);
     bk->stats.adds++;
     bk->stats.add_bytes += len;
+    bk->disk_bytes += len;
     if (r->lac > l->lac) {
         l->lac = r->lac;
         ledger_set_dirty(&bk->ledgers, l);
@@ -467,6 +471,9 @@ static void bookie_group_done(void *ctx, uint64_t begin, uint64_t end, int rc, j
         r->data = NULL;
     }
     journal_release(bk->journal, end);
+    if (bk->cfg.disk_check_interval_ms && bk->cfg.disk_check_bytes &&
+        bk->disk_bytes >= bk->cfg.disk_check_bytes)
+        bookie_disk_check(bk);
     bookie_maybe_flush(bk, false);
     bookie_adds_resume(bk);
 }
@@ -1136,6 +1143,7 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->disk_usage = bk->disk_usage;
     out->disk_full = bk->disk_full;
     out->read_only = bk->read_only != 0;
+    out->disk_checks = bk->disk_checks;
 }
 
 bool bookie_writable(const bookie_t *bk)
@@ -1182,6 +1190,8 @@ static void bookie_disk_apply(bookie_t *bk, double usage, const char *dir)
 
 static void bookie_disk_check(bookie_t *bk)
 {
+    bk->disk_bytes = 0;
+    bk->disk_checks++;
     double uj = disk_usage_of(bk->jdir), ul = disk_usage_of(bk->ldir);
     if (uj < 0 && ul < 0) {
         log_warn("bookie", "disk usage of %s unknown (statvfs failed): the last state kept",

@@ -97,8 +97,11 @@ typedef struct bookie_config {
      * the journal's fdatasync delay every acknowledgement (io_gate.h). */
     uint32_t read_yield_us;
     /* Disk usage (1 - available / total blocks of the file system, as
-     * BookKeeper's LedgerDirsMonitor counts it), checked at open and every
-     * disk_check_interval_ms (diskCheckInterval; 10000; 0: never) on the
+     * BookKeeper's LedgerDirsMonitor counts it), checked at open, every
+     * disk_check_interval_ms (diskCheckInterval; 10000; 0: never, none of
+     * these checks) and after every disk_check_bytes of adds (256 MiB; 0: not
+     * by bytes; at 1 GB/s ten
+     * seconds are 10 GB, more than the last 5 % of a small disk) on the
      * journal's and the ledgers' directories: at disk_usage_threshold or
      * above (diskUsageThreshold; 0.95) the bookie refuses adds (QE_READ_ONLY)
      * and starts a GC pass; below disk_usage_lwm_threshold
@@ -108,6 +111,7 @@ typedef struct bookie_config {
     double disk_usage_threshold;
     double disk_usage_lwm_threshold;
     uint32_t disk_check_interval_ms;
+    uint64_t disk_check_bytes;
 } bookie_config_t;
 
 void bookie_config_defaults(bookie_config_t *cfg);
@@ -198,6 +202,7 @@ typedef struct bookie_stats {
     double disk_usage;             /* the fuller directory's at the last check (0..1) */
     bool disk_full;                /* adds refused until usage is below the low mark */
     bool read_only;                /* adds refused after an I/O error (until a restart) */
+    uint64_t disk_checks;          /* disk usage checks done (open, timer, bytes) */
 } bookie_stats_t;
 /* Loop thread (the caches' sizes are the loop's). */
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);

@@ -103,6 +103,8 @@ struct bookie {
     double disk_usage;
     bool disk_full;
     ev_timer disk_timer;
+    uint64_t disk_bytes; /* bytes of adds acknowledged since the last check */
+    uint64_t disk_checks;
     uint32_t adds_pending;
     uint64_t pending_bytes;
     /* adds waiting for write cache room, oldest first (bookie.c) */

@@ -1423,10 +1423,10 @@ static void test_disk_full_refuses_adds(void)
     free(dir);
 }
 
-/* The real check (statvfs): at open, and then on its timer. A mark below any
- * real usage refuses the first add; with the marks at 1 (a disk never that
- * full here) the timer's next check makes a bookie the test marked full
- * writable again. */
+/* The real check (statvfs): at open, after every disk_check_bytes of adds,
+ * and on its timer. A mark below any real usage refuses the first add; with
+ * the marks at 1 (a disk never that full here) the timer's next check makes a
+ * bookie the test marked full writable again. */
 static void test_disk_check_measures(void)
 {
     char *dir = bt_dir("bk-diskcheck");
@@ -1440,6 +1440,21 @@ static void test_disk_check_measures(void)
     CU_ASSERT_TRUE(st.disk_full);
     CU_ASSERT_TRUE(st.disk_usage > 0 && st.disk_usage <= 1);
     CU_ASSERT_EQUAL(bt_add(bk, 90, 0, -1, 100), QE_READ_ONLY);
+    bookie_close(bk);
+
+    TEST_REQUIRE(bookie_config_disk(&cfg, 1, 1, 3600 * 1000, err, sizeof err) == 0);
+    cfg.disk_check_bytes = 64u << 10; /* and after every 64 KiB of adds */
+    bk = bt_open(&cfg);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.disk_checks, 1); /* at open */
+    for (int e = 0; e < 10; e++)        /* 30 KB: none */
+        CU_ASSERT_EQUAL(bt_add(bk, 91, e, e - 1, 3000), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.disk_checks, 1);
+    for (int e = 10; e < 25; e++) /* past 64 KiB: one */
+        CU_ASSERT_EQUAL(bt_add(bk, 91, e, e - 1, 3000), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.disk_checks, 2);
     bookie_close(bk);
 
     TEST_REQUIRE(bookie_config_disk(&cfg, 1, 1, 20, err, sizeof err) == 0);
