@@ -30,10 +30,10 @@
  *
  * Disk usage: checked at open, every disk_check_interval_ms and after every
  * disk_check_bytes of adds, on the loop (statvfs of both directories,
- * microseconds). Above the high mark plain adds
- * are refused; what the bookie already accepted completes, and recovery adds,
- * fences and deletes (a few bytes of journal each, and what frees space) go
- * on, in the headroom the mark leaves.
+ * microseconds). Above the high mark plain adds are refused; what the bookie
+ * already accepted completes, and recovery adds, fences and deletes (a few
+ * bytes of journal each, and what frees space) go on, in the headroom the
+ * mark leaves.
  */
 #include <assert.h>
 #include <errno.h>

@@ -399,9 +399,9 @@ static void test_append_read_across_rollovers(void)
 
 /* The bookie's disk full: adds fail (every time, while it lasts) and no
  * ledger is created for them (the one bookie is not writable; a creation is
- * tried at most once per ML_CREATE_RETRY_S); once the disk is below the low
- * mark, adds go to a new ledger, and the log holds exactly the acknowledged
- * entries. */
+ * tried at most once per ML_CREATE_RETRY_S); the log, closed and opened
+ * again meanwhile, opens for reads; once the disk is below the low mark, adds
+ * go to a new ledger, and the log holds exactly the acknowledged entries. */
 static void test_adds_fail_while_disk_full(void)
 {
     char *dir = test_tmpdir("ml-diskfull");
@@ -431,12 +431,27 @@ static void test_adds_fail_while_disk_full(void)
     size_t nl = ml_get_ledgers(ml, infos, 8);
     CU_ASSERT_EQUAL(nl, 1); /* the full one closed, none created */
     CU_ASSERT_EQUAL(infos[0].entries, 5);
+    CU_ASSERT_FALSE(ml_can_write(ml));
+
+    /* Closed and opened again while full: open for reads, no ledger. */
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    ml = open_ml(&s, "public/default/persistent/full", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    ml_get_stats(ml, &st);
+    CU_ASSERT_EQUAL(st.ledger_create_failures, 1);
+    CU_ASSERT_EQUAL(st.ledgers_count, 1);
+    CU_ASSERT_FALSE(ml_can_write(ml));
+    got_t g;
+    CU_ASSERT_EQUAL(read_all(&s, ml, ML_POS_EARLIEST, 4, &g), 0);
+    CU_ASSERT_EQUAL(g.n, 5);
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "x", 0, 2, 0, &a), 0);
+    CU_ASSERT_EQUAL(a.failed, 2);
 
     bookie_test_disk_usage(s.bk, 0.5); /* writable: no wait for the retry delay */
+    CU_ASSERT_TRUE(ml_can_write(ml));
     CU_ASSERT_EQUAL(add_entries(&s, ml, "f", 0, 5, 0, &a), 5);
     CU_ASSERT_TRUE(a.order_ok);
     CU_ASSERT_EQUAL(ml_get_ledgers(ml, infos, 8), 2);
-    got_t g;
     CU_ASSERT_EQUAL(read_all(&s, ml, ML_POS_EARLIEST, 4, &g), 0);
     CU_ASSERT_EQUAL(g.n, 10);
     for (int i = 0; i < 10 && (size_t)i < g.n; i++)
