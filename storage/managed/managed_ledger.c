@@ -653,8 +653,8 @@ int ml_add(managed_ledger_t *ml, qbuf_t *data, ml_add_cb cb, void *arg)
 
 bool ml_can_write(const managed_ledger_t *ml)
 {
-    if (ml->state == ML_FENCED || ml->closing)
-        return false;
+    /* A fenced or closing log is not this check's business: its adds fail
+     * with their own errors (QE_FENCED, QE_CLOSED), which the broker handles. */
     return ml->state != ML_NO_LEDGER ||
            ledger_client_bookies_available(ml->f->lc) >= ml->cfg.quorum.ensemble;
 }

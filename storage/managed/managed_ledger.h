@@ -124,10 +124,11 @@ int ml_open(ml_factory_t *f, const char *name, const ml_config_t *cfg, ml_open_c
 /* Appends; durable (on Qa bookies) when cb reports rc == 0. Callbacks arrive in
  * append order. QE_BUSY when too many adds are pending. */
 int ml_add(managed_ledger_t *ml, qbuf_t *data, ml_add_cb cb, void *arg);
-/* Whether adds may succeed now: false while the log has no ledger to write to
- * (its creation failed: no writable bookie, e.g. their disks full) and fewer
- * bookies than its ensemble are writable. The broker refuses new producers
- * then, rather than let them publish only to fail. */
+/* False only while the log has no ledger to write to (its creation failed: no
+ * writable bookie, e.g. their disks full) and fewer bookies than its ensemble
+ * are writable: adds would fail. The broker refuses new producers then, rather
+ * than let them publish only to fail. (A fenced or closing log says true: its
+ * adds fail with QE_FENCED / QE_CLOSED, handled as before.) */
 bool ml_can_write(const managed_ledger_t *ml);
 /* Reads up to max_entries (and about max_bytes) from `from` inclusive, across
  * ledgers; n == 0 when `from` is past the last confirmed entry. */
