@@ -731,6 +731,19 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             (unsigned long long)st.gc_logs_compacted, (unsigned long long)st.gc_compacted_bytes,
             (unsigned long long)st.gc_logs_freeing);
     fprintf(f,
+            "# HELP quire_bookie_direct_syncs_total Writes of large entries to direct entry "
+            "logs with their fdatasync (journalLargeEntryThreshold).\n"
+            "# TYPE quire_bookie_direct_syncs_total counter\n"
+            "quire_bookie_direct_syncs_total %llu\n"
+            "# HELP quire_bookie_direct_sync_seconds_total Their time (write and fdatasync).\n"
+            "# TYPE quire_bookie_direct_sync_seconds_total counter\n"
+            "quire_bookie_direct_sync_seconds_total %.6f\n"
+            "# HELP quire_bookie_direct_bytes_total Bytes written to direct entry logs.\n"
+            "# TYPE quire_bookie_direct_bytes_total counter\n"
+            "quire_bookie_direct_bytes_total %llu\n",
+            (unsigned long long)st.direct_syncs, (double)st.direct_sync_us_total / 1e6,
+            (unsigned long long)st.direct_bytes);
+    fprintf(f,
             "# HELP bookie_SERVER_STATUS 1 while the bookie takes adds, 0 while read-only "
             "(disk usage at its mark, or an I/O error).\n"
             "# TYPE bookie_SERVER_STATUS gauge\n"

@@ -6,7 +6,9 @@ Starts `quire standalone` (journalSyncData=true) and Apache Pulsar 4.x standalon
 journalSyncData=true; then, if asked, bench-nofsync.conf.in, Pulsar's usual
 journalSyncData=false) on free 127.0.0.1 ports, runs each scenario against each server
 in alternation (the idle server is SIGSTOPped meanwhile, so it takes no CPU from the
-measured one), samples the measured server's RSS and CPU, and prints one table: each
+measured one), samples the measured server's RSS and CPU (and, for Quire, the mean
+journal fdatasync and direct-log write+sync during the run, from /metrics: what the
+disk took), and prints one table: each
 scenario's medians for both servers and their ratio. Raw JSON of every run, the table
 (summary.md, results.json) and a latency-percentile plot per scenario (PNG) go to --out.
 
@@ -295,14 +297,56 @@ def scen_args(sc, tag, secs, warm):
     raise ValueError(sc)
 
 
+SYNC_METRICS = {  # Quire's /metrics: what the disk's syncs took (counts, time in ms)
+    "bookie_journal_JOURNAL_SYNC_count": ("journal_syncs", 1),
+    "bookie_journal_JOURNAL_SYNC_sum": ("journal_sync_ms", 1),
+    "quire_bookie_direct_syncs_total": ("direct_syncs", 1),
+    "quire_bookie_direct_sync_seconds_total": ("direct_sync_ms", 1000),
+}
+
+
+def disk_syncs(srv):
+    """The bookie's sync counters from Quire's /metrics (None for Pulsar or on error)."""
+    if srv.kind != "quire":
+        return None
+    try:
+        import urllib.request
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % srv.wport, timeout=30) as r:
+            text = r.read().decode()
+    except Exception as e:
+        log("metrics of %s: %r" % (srv.label, e))
+        return None
+    out = {}
+    for line in text.splitlines():
+        name = line.split("{")[0].split(" ")[0]
+        if name in SYNC_METRICS:
+            key, scale = SYNC_METRICS[name]
+            out[key] = float(line.rsplit(" ", 1)[1]) * scale
+    return out if len(out) == len(SYNC_METRICS) else None
+
+
+def sync_means(before, after):
+    """Mean journal fdatasync and direct-log write+sync (ms) between two disk_syncs()."""
+    if not before or not after:
+        return {}
+    out = {}
+    for kind in ("journal", "direct"):
+        n = after[kind + "_syncs"] - before[kind + "_syncs"]
+        ms = after[kind + "_sync_ms"] - before[kind + "_sync_ms"]
+        out[kind + "_sync_mean_ms"] = round(ms / n, 3) if n > 0 else None
+    return out
+
+
 def run_simple(sc, srv, perf, tag, secs, warm, servers, freeze_on):
     if freeze_on:
         freeze(servers, srv)
+    syncs = disk_syncs(srv)
     smp = Sampler(srv.pid)
     r = perf.run("both", srv.url, scen_args(sc, tag, secs, warm), "%s-%s" % (sc, srv.label),
                  secs + warm + 180)
     f = flat(r)
     f.update(smp.stop())
+    f.update(sync_means(syncs, disk_syncs(srv)))
     return f
 
 
@@ -320,6 +364,7 @@ def run_backlog(srv, perf, tag, mb, rate, servers, freeze_on):
                     "--max-pending", 10000, "--messages", n, "--warmup-seconds", 0],
                     "f-fill-" + srv.label, 1800)
     fill_s = time.monotonic() - t0
+    syncs = disk_syncs(srv)
     smp = Sampler(srv.pid)
     live = perf.start("produce", srv.url, ["--topics", topic, "--size", 1024, "--rate", rate,
                       "--max-pending", 10000, "--seconds", 900, "--warmup-seconds", 0],
@@ -338,6 +383,7 @@ def run_backlog(srv, perf, tag, mb, rate, servers, freeze_on):
         out["live_pub_%s_ms" % p] = live.get("publish_latency_ms", {}).get(p)
     out["ok"] = int(fill.get("exit_status") == 0 and cons.get("exit_status") == 0)
     out.update(smp.stop())
+    out.update(sync_means(syncs, disk_syncs(srv)))
     return out
 
 
@@ -457,12 +503,12 @@ def run_start(build, workdir, n):
 # ---------------------------------------------------------------- report
 
 TABLE_KEYS = {
-    "a": ["produce_mb_per_s", "produce_msg_per_s", "consume_mb_per_s", "pub_p50_ms", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
+    "a": ["produce_mb_per_s", "produce_msg_per_s", "consume_mb_per_s", "pub_p50_ms", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms"],
     "b": ["produce_msg_per_s", "consume_msg_per_s", "produce_mb_per_s", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
-    "c": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p99.9_ms", "server_rss_max_mb", "server_cpu_pct"],
+    "c": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms"],
     "d": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
     "e": ["produce_msg_per_s", "consume_msg_per_s", "produce_mb_per_s", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
-    "f": ["backlog_mb", "fill_mb_per_s", "catchup_mb_per_s", "live_produce_msg_per_s", "live_pub_p50_ms", "live_pub_p99_ms", "live_pub_p99.9_ms", "server_rss_max_mb", "server_cpu_pct"],
+    "f": ["backlog_mb", "fill_mb_per_s", "catchup_mb_per_s", "live_produce_msg_per_s", "live_pub_p50_ms", "live_pub_p99_ms", "live_pub_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms"],
     "g": ["topics", "topics_per_s", "rss_before_mb", "rss_peak_mb", "rss_idle_mb", "idle_cpu_pct", "failed_procs"],
 }
 
@@ -650,9 +696,12 @@ def main():
                             tag = "%s%d%d" % (srv.label[0] + (cfg or "")[:2], ci, rep)
                             f = run_simple(sc, srv, perf, tag, a.seconds, a.warmup, servers, freeze_on)
                             results.setdefault(sc, {}).setdefault(srv.label, []).append(f)
-                            log("%s rep %d %s: prod %s msg/s pub p99 %s ms e2e p99 %s ms rss %s MB" % (
+                            log("%s rep %d %s: prod %s msg/s pub p99 %s ms e2e p99 %s ms rss %s MB%s" % (
                                 sc, rep, srv.label, fmt(f.get("produce_msg_per_s")), fmt(f.get("pub_p99_ms")),
-                                fmt(f.get("e2e_p99_ms")), f.get("server_rss_max_mb")))
+                                fmt(f.get("e2e_p99_ms")), f.get("server_rss_max_mb"),
+                                "" if "journal_sync_mean_ms" not in f else
+                                " syncs: journal %s ms, direct %s ms" % (
+                                    fmt(f.get("journal_sync_mean_ms")), fmt(f.get("direct_sync_mean_ms")))))
                             save()
             # f, g and xcheck: Quire and the first Pulsar configuration only (time)
             for srv in (targets if ci == 0 else []):

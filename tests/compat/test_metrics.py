@@ -109,6 +109,15 @@ def test_metrics_parse_and_count_real_traffic(quire):
                  "quire_bookie_gc_logs_compacted",
                  "quire_bookie_gc_compacted_bytes", "quire_bookie_gc_logs_freeing"):
         assert _value(fams, name) >= 0
+    # Large entries' direct-log writes (none of this test's entries is large;
+    # the shared server may have had some): present, time only with writes.
+    direct = _value(fams, "quire_bookie_direct_syncs")
+    assert direct >= 0 and _value(fams, "quire_bookie_direct_bytes") >= 0
+    assert (_value(fams, "quire_bookie_direct_sync_seconds") > 0) == (direct > 0)
+    # The bookie takes adds, its disk below the mark (docs/bookie.md "Disk full").
+    assert _value(fams, "bookie_SERVER_STATUS") == 1
+    assert _value(fams, "quire_bookie_disk_full") == 0
+    assert 0 < _value(fams, "quire_bookie_disk_usage_ratio") < 0.95
     producer.close()
     consumer.close()
     client.close()
