@@ -153,6 +153,57 @@ def test_publish_rate_removed_takes_effect_at_once(quire):
         client.close()
 
 
+
+def test_unrelated_policy_change_leaves_limits_alone(quire):
+    """A namespace policy that is not a limit (here a message TTL) reaches every loaded
+    topic of the namespace; their limits are resolved again but, being the same, are
+    neither reset nor logged (at 100,000 topics that was 100,000 log lines a change).
+    A change of a limit is applied and logged once per topic."""
+    if getattr(quire, "log_path", None) is None:
+        pytest.skip("needs the server's log (a server started by the test)")
+    ns = make_namespace(quire)
+    topics = [f"persistent://{ns}/skip-{unique('t')}" for _ in range(3)]
+    set_policy(quire, ns, "publishRate",
+               {"publishThrottlingRateInMsg": 1000, "publishThrottlingRateInByte": -1})
+    client = new_client(quire.service_url)
+
+    def limit_lines():
+        text = Path(quire.log_path).read_text(errors="replace")
+        return {t: sum(1 for line in text.splitlines()
+                       if "[limits]" in line and line.split("[limits] ", 1)[-1].startswith(t + ":"))
+                for t in topics}
+
+    try:
+        producers = [client.create_producer(t) for t in topics]
+        for p in producers:
+            p.send(b"x")
+        set_policy(quire, ns, "publishRate",
+                   {"publishThrottlingRateInMsg": 500, "publishThrottlingRateInByte": -1})
+        deadline = time.monotonic() + 10
+        while min(limit_lines().values()) < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        settle()  # every topic's line of the change in (one more at load is allowed)
+        before = limit_lines()
+        assert all(n >= 1 for n in before.values()), before  # a limit change is logged
+        set_policy(quire, ns, "messageTTL", 3600)
+        settle()
+        assert limit_lines() == before, (before, limit_lines())  # the TTL: no line
+        # A limit changed after the TTL is logged once more per topic: the policies do
+        # reach the topics, and the TTL's change, delivered before, added nothing.
+        set_policy(quire, ns, "publishRate",
+                   {"publishThrottlingRateInMsg": 250, "publishThrottlingRateInByte": -1})
+        want = {t: n + 1 for t, n in before.items()}
+        deadline = time.monotonic() + 10
+        while limit_lines() != want and time.monotonic() < deadline:
+            time.sleep(0.1)
+        settle()
+        assert limit_lines() == want, (want, limit_lines())
+        for p in producers:
+            p.send(b"y")  # still publishing under the same limit
+    finally:
+        client.close()
+
+
 def test_publish_byte_rate(quire):
     """publishThrottlingRateInByte 20 KB/s with 1 KB messages: ~20 msg/s."""
     ns = make_namespace(quire)
