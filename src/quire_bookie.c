@@ -34,6 +34,7 @@ typedef struct qb_options {
     bool journal_sync;
     uint32_t large_entry_bytes;                 /* journalLargeEntryThreshold */
     bool large_entry_odirect;                   /* journalLargeEntryDirectIo */
+    bool journal_odirect;                       /* journalDirectIo */
     uint32_t read_yield_us;                     /* readYieldToJournalUs */
     uint32_t compact_rate;                      /* compactionRateByBytes */
     uint32_t write_cache_mb, read_cache_mb;     /* dbStorage_{writeCache,readAheadCache}MaxSizeMb */
@@ -51,6 +52,7 @@ static void qb_usage(FILE *out)
         "                    [--journalSyncData=true|false]\n"
         "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n"
         "                    [--journalLargeEntryDirectIo=true|false]\n"
+        "                    [--journalDirectIo=true|false]\n"
         "                    [--readYieldToJournalUs=MICROSECONDS (0: never)]\n"
         "                    [--compactionRateByBytes=BYTES_PER_S (0: unpaced)]\n"
         "                    [--dbStorage_writeCacheMaxSizeMb=MB (1..65536)]\n"
@@ -159,6 +161,9 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--journalLargeEntryDirectIo", &v)) != 0) {
         if (m > 0 && qb_parse_bool(v, &o->large_entry_odirect) < 0)
             m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--journalDirectIo", &v)) != 0) {
+        if (m > 0 && qb_parse_bool(v, &o->journal_odirect) < 0)
+            m = -2;
     } else if ((m = qb_match(argc, argv, i, "--readYieldToJournalUs", &v)) != 0) {
         if (m > 0 && qb_parse_u32(v, BOOKIE_READ_YIELD_US_MAX, &o->read_yield_us) < 0)
             m = -2;
@@ -215,6 +220,7 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     bookie_config_defaults(&defaults);
     o->large_entry_bytes = defaults.journal_large_entry_bytes;
     o->large_entry_odirect = defaults.journal_large_entry_odirect;
+    o->journal_odirect = defaults.journal_odirect;
     o->read_yield_us = defaults.read_yield_us;
     o->compact_rate = (uint32_t)defaults.gc_compact_bytes_per_s;
     o->write_cache_mb = (uint32_t)(defaults.write_cache_bytes >> 20);
@@ -281,17 +287,18 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
     ev_signal_start(loop, &sigterm);
     ev_signal_start(loop, &sigint);
     printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
-           "journalLargeEntryThreshold=%u, journalLargeEntryDirectIo=%s, readYieldToJournalUs=%u, "
+           "journalLargeEntryThreshold=%u, journalLargeEntryDirectIo=%s, journalDirectIo=%s, "
+           "readYieldToJournalUs=%u, "
            "compactionRateByBytes=%u, "
            "minorCompactionThreshold=%g, minorCompactionInterval=%" PRId64
            ", majorCompactionThreshold=%g, majorCompactionInterval=%" PRId64
            ", dbStorage_writeCacheMaxSizeMb=%u, dbStorage_readAheadCacheMaxSizeMb=%u"
            ", diskUsageThreshold=%g, diskUsageLwmThreshold=%g, diskCheckInterval=%" PRId64 ")\n",
            o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
-           o->large_entry_bytes, o->large_entry_odirect ? "true" : "false", o->read_yield_us,
-           o->compact_rate, o->minor_threshold, o->minor_interval_s, o->major_threshold,
-           o->major_interval_s, o->write_cache_mb, o->read_cache_mb, o->disk_threshold, o->disk_lwm,
-           o->disk_check_ms);
+           o->large_entry_bytes, o->large_entry_odirect ? "true" : "false",
+           o->journal_odirect ? "true" : "false", o->read_yield_us, o->compact_rate,
+           o->minor_threshold, o->minor_interval_s, o->major_threshold, o->major_interval_s,
+           o->write_cache_mb, o->read_cache_mb, o->disk_threshold, o->disk_lwm, o->disk_check_ms);
     fflush(stdout);
     ev_run(loop, 0);
     ev_signal_stop(loop, &sigterm);
@@ -320,6 +327,7 @@ int quire_bookie_main(int argc, char **argv)
     cfg.journal_sync = o.journal_sync;
     cfg.journal_large_entry_bytes = o.large_entry_bytes;
     cfg.journal_large_entry_odirect = o.large_entry_odirect;
+    cfg.journal_odirect = o.journal_odirect;
     cfg.read_yield_us = o.read_yield_us;
     cfg.gc_compact_bytes_per_s = o.compact_rate;
     cfg.write_cache_bytes = (uint64_t)o.write_cache_mb << 20;

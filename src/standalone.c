@@ -275,6 +275,12 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.journal_large_entry_odirect = odirect;
+    bool jdirect = bc.journal_odirect;
+    if (qconfig_get_bool(sa->conf, "journalDirectIo", jdirect, &jdirect) < 0) {
+        log_error("standalone", "journalDirectIo: expected true or false");
+        return QE_INVALID;
+    }
+    bc.journal_odirect = jdirect;
     int64_t yield_us = 0;
     if (qconfig_get_int(sa->conf, "readYieldToJournalUs", bc.read_yield_us, 0,
                         BOOKIE_READ_YIELD_US_MAX, &yield_us) < 0) {

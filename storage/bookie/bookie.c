@@ -75,6 +75,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .gc_compact_bytes_per_s = 32u << 20,
         .journal_large_entry_bytes = 16u << 10,
         .journal_large_entry_odirect = true,
+        .journal_odirect = true,
         .read_yield_us = 1000,
         .disk_usage_threshold = 0.95,
         .disk_usage_lwm_threshold = 0.90,
@@ -1127,6 +1128,7 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->read_cache_bytes = bk->rcache.bytes;
     out->reads_inflight_bytes = bk->read_bytes_inflight;
     journal_get_stats(bk->journal, &out->journal_syncs, &out->journal_sync_us_total);
+    out->journal_dio_groups = journal_dio_groups(bk->journal);
     journal_get_direct_stats(bk->journal, &out->direct_syncs, &out->direct_sync_us_total,
                              &out->direct_bytes);
     pthread_mutex_lock(&bk->lock);
@@ -1518,7 +1520,8 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
                            cfg->pending_adds_max + BOOKIE_RING_HEADROOM,
                            cfg->journal_large_entry_bytes,
                            &bk->direct,
-                           &bk->gate};
+                           &bk->gate,
+                           cfg->journal_odirect};
     if (rc == 0)
         rc = journal_open(&jc, seq, bk->mb, bookie_group_done, bk, &bk->journal);
     if (rc == 0)

@@ -89,6 +89,10 @@ typedef struct bookie_config {
      * file system allows it (journalLargeEntryDirectIo; true): no copy into
      * the page cache either way (entry_log.h). */
     bool journal_large_entry_odirect;
+    /* The journal written with O_DIRECT from an aligned buffer, where the file
+     * system allows it (journalDirectIo; true): none of it in the page cache
+     * (journal.c). */
+    bool journal_odirect;
     /* While the journal writes and syncs a group of up to
      * IO_GATE_GROUP_BYTES_MAX, an O_DIRECT read of a large record starts only
      * if fewer than IO_GATE_READS_DURING_WRITE are in flight, else waits for
@@ -177,6 +181,7 @@ typedef struct bookie_stats {
     uint64_t read_cache_hits;       /* served from write or read cache */
     uint64_t journal_syncs;         /* fdatasync calls on the journal */
     uint64_t journal_sync_us_total; /* time spent in them */
+    uint64_t journal_dio_groups;    /* journal groups written with O_DIRECT */
     uint64_t ledgers;               /* ledgers known and not deleted */
     uint64_t entry_logs;            /* entry log files on disk */
     uint64_t entry_log_bytes;

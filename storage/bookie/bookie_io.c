@@ -14,6 +14,42 @@
 
 #include "common/errors.h"
 
+int bk_open_direct(const char *path, int flags, uint32_t *align)
+{
+    int fd = open(path, flags | O_DIRECT | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    uint32_t a = 4096;
+#ifdef STATX_DIOALIGN
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+        if (sx.stx_dio_offset_align == 0) { /* the file system says: not supported */
+            close(fd);
+            return -1;
+        }
+        while (a < sx.stx_dio_offset_align || a < sx.stx_dio_mem_align)
+            a *= 2;
+    }
+#endif
+    *align = a;
+    return fd;
+}
+
+int bk_pwrite_padded(int fd, uint8_t *buf, size_t len, uint64_t off, size_t align)
+{
+    size_t padded = (len + align - 1) / align * align;
+    memset(buf + len, 0, padded - len);
+    for (size_t done = 0; done < padded;) {
+        ssize_t n = pwrite(fd, buf + done, padded - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0 || (size_t)n % align != 0)
+            return n < 0 ? -errno : -EIO;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
 int bk_pwritev_all(int fd, struct iovec *iov, int cnt, uint64_t off)
 {
     while (cnt > 0) {

@@ -51,6 +51,14 @@ int bk_pwritev_all(int fd, struct iovec *iov, int cnt, uint64_t off);
 int bk_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 /* Reads exactly len bytes at off: 0, -errno, or QE_CORRUPT at early EOF. */
 int bk_pread_all(int fd, void *buf, size_t len, uint64_t off);
+/* path opened once more with O_DIRECT (flags: O_RDONLY or O_WRONLY), or -1
+ * where the file system does not take it; *align (the alignment of offsets,
+ * lengths and buffers) from statx where it tells, else 4 KiB. */
+int bk_open_direct(const char *path, int flags, uint32_t *align);
+/* An O_DIRECT write: buf[0..len) padded with zeros to whole align blocks (buf
+ * has room for them) at off (aligned, as buf is). 0 or -errno (-EINVAL: the
+ * file system refused it). */
+int bk_pwrite_padded(int fd, uint8_t *buf, size_t len, uint64_t off, size_t align);
 /* fsync of a directory, so that created, renamed or unlinked names are durable. */
 int bk_fsync_dir(const char *dir);
 /* mkdir -p (existing directories are success). */

@@ -127,30 +127,6 @@ static int log_table_insert(log_table_t *t, entry_log_t *log)
     return 0;
 }
 
-/* path opened once more with O_DIRECT (flags: O_RDONLY or O_WRONLY), or -1
- * where the file system does not take it; *align from statx where it tells,
- * else 4 KiB. */
-static int dio_open(const char *path, int flags, uint32_t *align)
-{
-    int fd = open(path, flags | O_DIRECT | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    uint32_t a = 4096;
-#ifdef STATX_DIOALIGN
-    struct statx sx;
-    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
-        if (sx.stx_dio_offset_align == 0) { /* the file system says: not supported */
-            close(fd);
-            return -1;
-        }
-        while (a < sx.stx_dio_offset_align || a < sx.stx_dio_mem_align)
-            a *= 2;
-    }
-#endif
-    *align = a;
-    return fd;
-}
-
 static void entry_log_destroy(entry_log_t *log)
 {
     if (log->dio_fd >= 0)
@@ -435,7 +411,7 @@ static int elog_load_one(log_table_t *t, const char *dir, uint32_t id, const elo
     log->dio_fd = -1;
     log->fd = open(path, O_RDWR | O_CLOEXEC);
     if (log->fd >= 0 && t->dio_reads)
-        log->dio_fd = dio_open(path, O_RDONLY, &log->dio_align);
+        log->dio_fd = bk_open_direct(path, O_RDONLY, &log->dio_align);
     log->gate = t->gate;
     struct stat st;
     if (log->fd < 0 || fstat(log->fd, &st) < 0) {
@@ -899,7 +875,7 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
     elog_path(ipath, sizeof ipath, dir, id, "idx");
     log->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (log->fd >= 0 && table->dio_reads)
-        log->dio_fd = dio_open(path, O_RDONLY, &log->dio_align);
+        log->dio_fd = bk_open_direct(path, O_RDONLY, &log->dio_align);
     log->gate = table->gate;
     int ifd = log->fd >= 0 ? open(ipath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
     int rc = ifd < 0 ? -errno : bk_fsync_dir(dir);
@@ -1202,7 +1178,7 @@ static void direct_open_dio(elog_direct_t *d)
     char path[PATH_MAX];
     elog_path(path, sizeof path, d->dir, d->cur->id, "log");
     uint32_t align = 0;
-    int fd = dio_open(path, O_WRONLY, &align);
+    int fd = bk_open_direct(path, O_WRONLY, &align);
     if (fd < 0) {
         log_warn("bookie", "%s: no O_DIRECT here: direct logs are written buffered", path);
         d->odirect = false;
@@ -1291,17 +1267,11 @@ static int direct_write_dio(elog_direct_t *d, uint64_t off, size_t bytes)
     assert(off + bytes == d->stage_off + d->stage_len);
     (void)off;
     (void)bytes;
-    size_t a = d->align, end = d->stage_len, padded = (end + a - 1) / a * a;
-    assert(padded <= d->stage_cap); /* reserve left a block of room */
-    memset(d->stage + end, 0, padded - end);
-    for (size_t done = 0; done < padded;) {
-        ssize_t n = pwrite(d->dio_fd, d->stage + done, padded - done, (off_t)(d->stage_off + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0 || (size_t)n % a != 0)
-            return n < 0 ? -errno : -EIO;
-        done += (size_t)n;
-    }
+    size_t a = d->align, end = d->stage_len;
+    assert((end + a - 1) / a * a <= d->stage_cap); /* reserve left a block of room */
+    int rc = bk_pwrite_padded(d->dio_fd, d->stage, end, d->stage_off, a);
+    if (rc)
+        return rc;
     size_t keep_from = end / a * a; /* the last partial block, if any, is kept */
     memmove(d->stage, d->stage + keep_from, end - keep_from);
     d->stage_off += keep_from;

@@ -16,10 +16,21 @@
  * group_write: the direct records written and fdatasynced on the bk-dsync
  * thread (elog_direct_write: O_DIRECT from an aligned stage where the file
  * system allows) while the journal thread writes and syncs the journal
- * records; the group completes when both are done. A crash between the two leaves
- * ADD_REFs whose records are not intact only in the last group, none of which
- * was acknowledged: replay takes the first such reference for the journal's
- * end (bookie.c, bookie_replay_ref).
+ * records; the group completes when both are done.
+ *
+ * O_DIRECT (cfg.odirect, where the file system takes it): gbuf is aligned and
+ * starts with the carry, the bytes of the file's last partial block written
+ * by the group before; every record is copied into gbuf (no iovec), and the
+ * group is written from the carry's block start, padded with zeros to whole
+ * blocks. The next group writes that block again with the same bytes first,
+ * so a torn write of it cannot damage what was acknowledged before, and the
+ * zeros read as the journal's end (journal_check_record). Nothing of the
+ * journal goes through the page cache: no page to allocate, copy into, write
+ * back and free per group (on a VM whose freed memory goes back to the host,
+ * every new page-cache page costs a fault on the host: docs/bookie.md). A crash between the two
+ * leaves ADD_REFs whose records are not intact only in the last group, none of which was
+ * acknowledged: replay takes the first such reference for the journal's end (bookie.c,
+ * bookie_replay_ref).
  */
 #include "storage/bookie/journal.h"
 
@@ -47,6 +58,9 @@
 #include "storage/bookie/io_gate.h"
 
 #define GROUP_IOV_MAX 1024
+/* O_DIRECT: the largest alignment taken, and gbuf's own (its slack: a carry
+ * and a pad of at most one block each). */
+#define JOURNAL_DIO_ALIGN_MAX 4096u
 #define GROUP_DIRECT_MAX (GROUP_IOV_MAX / 2)
 
 struct journal {
@@ -70,9 +84,16 @@ struct journal {
     /* journal thread state */
     int fd;
     uint64_t seq, off;
+    /* O_DIRECT: the file opened once more; gbuf holds the carry bytes of the
+     * block at carry_off (off == carry_off + carry) */
+    int dio_fd;
+    uint32_t align;
+    size_t carry;
+    uint64_t carry_off;
     int failed;
     uint8_t *gbuf;
     size_t gbuf_cap, gbuf_len, gseg_start;
+    size_t gbuf_base; /* gbuf's first size (an O_DIRECT group's large copy grows it) */
     struct iovec iov[GROUP_IOV_MAX];
     int iovcnt;
     uint64_t gbytes; /* journal bytes of the group */
@@ -91,7 +112,7 @@ struct journal {
     pthread_cond_t dcv;
 
     atomic_int inject;
-    atomic_uint_fast64_t syncs, sync_us;
+    atomic_uint_fast64_t syncs, sync_us, dio_groups;
     atomic_uint_fast64_t direct_syncs, direct_sync_us, direct_bytes;
 };
 
@@ -138,6 +159,26 @@ static int journal_file_create(journal_t *j, uint64_t seq)
     j->fd = fd;
     j->seq = seq;
     j->off = 0;
+    if (j->dio_fd >= 0)
+        close(j->dio_fd);
+    j->dio_fd = -1;
+    j->carry = 0;
+    j->carry_off = 0;
+    if (j->cfg.odirect) {
+        uint32_t align = 0;
+        j->dio_fd = bk_open_direct(path, O_WRONLY, &align);
+        if (j->dio_fd >= 0 && (align > JOURNAL_DIO_ALIGN_MAX || (uintptr_t)j->gbuf % align)) {
+            close(j->dio_fd);
+            j->dio_fd = -1;
+        }
+        if (j->dio_fd < 0) {
+            log_warn("bookie", "journal: %s: no O_DIRECT here: the journal is written buffered",
+                     path);
+            j->cfg.odirect = false;
+        } else {
+            j->align = align;
+        }
+    }
     return 0;
 }
 
@@ -179,6 +220,11 @@ void journal_get_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total)
     *sync_us_total = atomic_load(&j->sync_us);
 }
 
+uint64_t journal_dio_groups(journal_t *j)
+{
+    return atomic_load(&j->dio_groups);
+}
+
 void journal_get_direct_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total,
                               uint64_t *bytes)
 {
@@ -196,7 +242,7 @@ void journal_inject_error(journal_t *j, int err)
 
 static void group_reset(journal_t *j)
 {
-    j->gbuf_len = j->gseg_start = 0;
+    j->gbuf_len = j->gseg_start = j->dio_fd >= 0 ? j->carry : 0;
     j->iovcnt = 0;
     j->gbytes = 0;
     j->gcount = 0;
@@ -277,6 +323,36 @@ static int group_add_direct(journal_t *j, journal_req_t *r)
 }
 
 /* Appends one record to the group; false (nothing added) when the group is full. */
+/* The journal written buffered from here on (its carry is on the disk already,
+ * written with the same bytes the next buffered write begins after). Only
+ * between groups or before a group's first record. */
+static void dio_off(journal_t *j, const char *why)
+{
+    log_warn("bookie", "journal %016" PRIx64 ".jnl: %s: written buffered from here", j->seq, why);
+    close(j->dio_fd);
+    j->dio_fd = -1;
+    j->cfg.odirect = false;
+    j->gbuf_len = j->gseg_start = 0;
+    j->carry = 0;
+}
+
+/* gbuf with room for more bytes besides the group's and a block of padding
+ * (contents kept; O_DIRECT groups copy payloads of any size). 0 or -ENOMEM. */
+static int gbuf_grow(journal_t *j, size_t more)
+{
+    size_t need = j->gbuf_len + more + JOURNAL_DIO_ALIGN_MAX, cap = j->gbuf_cap;
+    while (cap < need)
+        cap *= 2;
+    void *p;
+    if (posix_memalign(&p, JOURNAL_DIO_ALIGN_MAX, cap) != 0)
+        return -ENOMEM;
+    memcpy(p, j->gbuf, j->gbuf_len);
+    free(j->gbuf);
+    j->gbuf = p;
+    j->gbuf_cap = cap;
+    return 0;
+}
+
 static bool group_add(journal_t *j, journal_req_t *r)
 {
     if (j->gcount > 0 && group_full(j))
@@ -289,8 +365,15 @@ static bool group_add(journal_t *j, journal_req_t *r)
     }
     uint32_t len = r->data ? r->data->len : 0;
     const uint8_t *payload = r->data ? r->data->data : NULL;
-    bool copy = len <= JOURNAL_COPY_MAX;
+    bool copy = len <= JOURNAL_COPY_MAX || j->dio_fd >= 0;
     size_t copied = JOURNAL_HEADER_BYTES + (copy ? len : 0);
+    if (j->gbuf_len + copied + JOURNAL_DIO_ALIGN_MAX > j->gbuf_cap && gbuf_grow(j, copied) != 0) {
+        if (j->gcount > 0)
+            return false;                                  /* the next group tries again, alone */
+        dio_off(j, "no memory for a large record's copy"); /* buffered, from its qbuf */
+        copy = len <= JOURNAL_COPY_MAX;
+        copied = JOURNAL_HEADER_BYTES + (copy ? len : 0);
+    }
     assert(j->gbuf_len + copied <= j->gbuf_cap);
     uint8_t *h = j->gbuf + j->gbuf_len;
     group_encode_header(h, r->type, r, len);
@@ -361,15 +444,54 @@ static int dsync_wait(journal_t *j)
     return rc;
 }
 
+/* The group from gbuf (the carry first), padded to whole blocks, at the
+ * carry's block. 0 or -errno (-EINVAL: the file system refused O_DIRECT). */
+static int group_write_dio(journal_t *j)
+{
+    size_t a = j->align;
+    assert((j->gbuf_len + a - 1) / a * a <= j->gbuf_cap && j->carry_off % a == 0);
+    return bk_pwrite_padded(j->dio_fd, j->gbuf, j->gbuf_len, j->carry_off, a);
+}
+
+/* After an O_DIRECT group: the file's last partial block becomes the carry;
+ * a gbuf grown for a large record goes back to its first size. */
+static void group_keep_carry(journal_t *j)
+{
+    size_t end = j->gbuf_len, keep_from = end / j->align * j->align;
+    memmove(j->gbuf, j->gbuf + keep_from, end - keep_from);
+    j->carry_off += keep_from;
+    j->carry = end - keep_from;
+    void *p;
+    if (j->gbuf_cap > j->gbuf_base &&
+        posix_memalign(&p, JOURNAL_DIO_ALIGN_MAX, j->gbuf_base) == 0) {
+        memcpy(p, j->gbuf, j->carry);
+        free(j->gbuf);
+        j->gbuf = p;
+        j->gbuf_cap = j->gbuf_base;
+    }
+}
+
 static int group_write(journal_t *j)
 {
-    if (j->gbuf_len > j->gseg_start)
+    bool dio = j->dio_fd >= 0;
+    if (!dio && j->gbuf_len > j->gseg_start)
         j->iov[j->iovcnt++] = (struct iovec){j->gbuf + j->gseg_start, j->gbuf_len - j->gseg_start};
     int rc = 0;
-    if (j->off > 0 && j->off + j->gbytes > j->cfg.file_size_bytes)
+    if (j->off > 0 && j->off + j->gbytes > j->cfg.file_size_bytes) {
+        size_t carry = dio ? j->carry : 0;
         rc = journal_file_create(j, j->seq + 1);
-    if (rc)
-        return rc;
+        if (rc)
+            return rc;
+        if (dio) { /* the carry stays with the old file; the records open the new one */
+            memmove(j->gbuf, j->gbuf + carry, j->gbuf_len - carry);
+            j->gbuf_len -= carry;
+        }
+        if (dio && j->dio_fd < 0) { /* the new file takes no O_DIRECT: gbuf holds it all */
+            dio = false;
+            j->iov[0] = (struct iovec){j->gbuf, j->gbuf_len};
+            j->iovcnt = 1;
+        }
+    }
     /* The records the group's ADD_REFs point at: written and synced beside
      * the journal (both before the group completes). */
     uint64_t dt0 = clock_mono_us();
@@ -377,8 +499,16 @@ static int group_write(journal_t *j)
     bool dwriting = j->dcount && dsync_start(j);
     if (j->dcount && !dwriting)
         rc = direct_write(j);
-    if (rc == 0)
+    bool refused = false;
+    if (rc == 0 && dio) {
+        rc = group_write_dio(j);
+        if (rc == -EINVAL) { /* the same bytes, buffered (the carry's are on the disk) */
+            refused = true;
+            rc = bk_pwrite_all(j->fd, j->gbuf, j->gbuf_len, j->carry_off);
+        }
+    } else if (rc == 0) {
         rc = bk_pwritev_all(j->fd, j->iov, j->iovcnt, j->off);
+    }
     int inj = atomic_exchange(&j->inject, 0);
     if (rc == 0 && inj)
         rc = inj;
@@ -409,6 +539,13 @@ static int group_write(journal_t *j)
         return rc;
     }
     j->off += j->gbytes;
+    if (refused) {
+        dio_off(j, "O_DIRECT write refused");
+    } else if (dio) {
+        atomic_fetch_add(&j->dio_groups, 1);
+        group_keep_carry(j);
+        assert(j->off == j->carry_off + j->carry);
+    }
     if (j->dcount)
         elog_direct_publish(j->cfg.direct);
     return 0;
@@ -488,8 +625,13 @@ int journal_open(const journal_config_t *cfg, uint64_t seq, qloop_mailbox_t *mb,
     j->ctx = ctx;
     j->fd = -1;
     j->ring = calloc(cfg->ring_slots, sizeof *j->ring);
-    j->gbuf_cap = (size_t)cfg->group_bytes_max + JOURNAL_COPY_MAX + JOURNAL_HEADER_BYTES;
-    j->gbuf = malloc(j->gbuf_cap);
+    j->dio_fd = -1;
+    /* + a carry and a pad (O_DIRECT): only an O_DIRECT group's large copy grows it */
+    j->gbuf_cap = (size_t)cfg->group_bytes_max + JOURNAL_COPY_MAX + JOURNAL_HEADER_BYTES +
+                  2 * JOURNAL_DIO_ALIGN_MAX;
+    j->gbuf_base = j->gbuf_cap;
+    void *gbuf = NULL;
+    j->gbuf = posix_memalign(&gbuf, JOURNAL_DIO_ALIGN_MAX, j->gbuf_cap) == 0 ? gbuf : NULL;
     j->dhdr = malloc((size_t)GROUP_DIRECT_MAX * ELOG_HEADER_BYTES);
     pthread_mutex_init(&j->lock, NULL);
     pthread_cond_init(&j->cond, NULL);
@@ -541,6 +683,8 @@ void journal_free(journal_t *j)
     assert(j->head == j->tail); /* every slot completed */
     if (j->fd >= 0)
         close(j->fd);
+    if (j->dio_fd >= 0)
+        close(j->dio_fd);
     pthread_cond_destroy(&j->cond);
     pthread_mutex_destroy(&j->lock);
     pthread_cond_destroy(&j->dcv);

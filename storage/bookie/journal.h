@@ -141,6 +141,7 @@ typedef struct journal_config {
     uint32_t large_entry_bytes; /* adds this large go to the direct log; 0: never */
     elog_direct_t *direct;      /* the direct log writer (journal thread), or NULL */
     struct io_gate *gate;       /* group writes marked in flight here (io_gate.h), or NULL */
+    bool odirect;               /* groups written with O_DIRECT where the file system allows */
 } journal_config_t;
 
 /* Called on the loop for each group: slots [begin, end) were written (rc == 0)
@@ -170,6 +171,8 @@ void journal_release(journal_t *j, uint64_t end);
 
 void journal_get_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total);
 /* Direct log: fdatasyncs, time in writes + fdatasyncs, bytes written. */
+/* Groups written with O_DIRECT so far (cfg.odirect where the file system took it). */
+uint64_t journal_dio_groups(journal_t *j);
 void journal_get_direct_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total,
                               uint64_t *bytes);
 /* Fault injection for tests: the next group write fails with err (< 0). */

@@ -26,6 +26,7 @@ def test_bookie_storage_options():
         p = subprocess.Popen([QUIRE_BIN, "bookie", "--data-dir", d, "--bookiePort=0",
                               "--bindAddress=127.0.0.1", "--journalLargeEntryThreshold=65536",
                               "--journalLargeEntryDirectIo=false",
+                              "--journalDirectIo=false",
                               "--readYieldToJournalUs=250",
                               "--compactionRateByBytes=1048576",
                               "--minorCompactionThreshold=0.1", "--minorCompactionInterval=7200",
@@ -46,6 +47,7 @@ def test_bookie_storage_options():
             assert "quire bookie: listening on 127.0.0.1:" in line, line
             assert "journalLargeEntryThreshold=65536" in line, line
             assert "journalLargeEntryDirectIo=false" in line, line
+            assert "journalDirectIo=false" in line, line
             assert "readYieldToJournalUs=250" in line, line
             assert "compactionRateByBytes=1048576" in line, line
             assert "minorCompactionThreshold=0.1, minorCompactionInterval=7200" in line, line
@@ -66,6 +68,7 @@ def test_bookie_storage_options():
     ("journalLargeEntryThreshold", "abc"),
     ("journalLargeEntryThreshold", ""),
     ("journalLargeEntryDirectIo", "maybe"),
+    ("journalDirectIo", "perhaps"),
     ("readYieldToJournalUs", "-1"),
     ("readYieldToJournalUs", "1000001"),
     ("readYieldToJournalUs", "soon"),
@@ -105,6 +108,7 @@ def test_bookie_bad_value_refused(key, value):
     ("managedLedgerMaxReadsInFlightSizeInMB", "lots"),
     ("exposeTopicLevelMetricsInPrometheus", "maybe"),
     ("journalLargeEntryDirectIo", "sometimes"),
+    ("journalDirectIo", "often"),
     ("readYieldToJournalUs", "-1"),
     ("readYieldToJournalUs", "2000000"),
     ("readYieldToJournalUs", "soon"),

@@ -18,6 +18,8 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "storage/bookie/bookie_int.h"
+#include "storage/bookie/bookie_io.h"
+#include "storage/bookie/journal.h"
 #include "tests/unit/bookie/bookie_test.h"
 
 struct ev_loop *bt_loop;
@@ -1084,6 +1086,117 @@ static void burst_cb(int rc, int64_t l, int64_t e, void *arg)
         b->done = true;
 }
 
+/* The ADD records of the journal files (dir/journal), in file and offset order, into
+ * ids/lens (at most max); false when a file has anything but zeros after its
+ * last record (a torn record, a bad checksum, or a pad left dirty). */
+static bool bt_journal_adds(const char *dir, int64_t *ids, uint32_t *lens, int max, int *n)
+{
+    char jdir[4096];
+    snprintf(jdir, sizeof jdir, "%s/journal", dir);
+    struct dirent **names;
+    int cnt = scandir(jdir, &names, NULL, alphasort);
+    TEST_REQUIRE(cnt >= 0);
+    bool clean = true;
+    *n = 0;
+    for (int f = 0; f < cnt; f++) {
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", jdir, names[f]->d_name);
+        size_t len = strlen(names[f]->d_name);
+        free(names[f]);
+        if (len < 4 || strcmp(path + strlen(path) - 4, ".jnl") != 0)
+            continue;
+        int fd = open(path, O_RDONLY);
+        struct stat sb;
+        TEST_REQUIRE(fd >= 0 && fstat(fd, &sb) == 0);
+        size_t size = (size_t)sb.st_size;
+        uint8_t *p = malloc(size ? size : 1);
+        TEST_REQUIRE(p != NULL && bk_pread_all(fd, p, size, 0) == 0);
+        close(fd);
+        size_t off = 0;
+        const char *why = NULL;
+        int64_t r;
+        while (off < size && (r = journal_check_record(p + off, size - off, &why)) > 0) {
+            if (get_le32(p + off + 12) == JREC_ADD && *n < max) {
+                ids[*n] = (int64_t)get_le64(p + off + 24);
+                lens[(*n)++] = get_le32(p + off + 4);
+            }
+            off += (size_t)r;
+        }
+        for (size_t i = off; i < size; i++)
+            clean = clean && p[i] == 0;
+        free(p);
+    }
+    free(names);
+    return clean;
+}
+
+static uint32_t jdio_len(int64_t e)
+{
+    if (e % 10 == 9)
+        return (70u << 10) + (uint32_t)e; /* above JOURNAL_COPY_MAX: copied whole with O_DIRECT */
+    return 1 + (uint32_t)((e * 7919) % 3000);
+}
+
+/* The same adds with the journal written buffered and with O_DIRECT: the same
+ * records, in order, each file ending in zeros; groups of one add and groups
+ * of many, entries larger than a group's copy bound, files rolled every 64
+ * KiB. Then the journal alone (nothing flushed) replays every entry. */
+static void jdio_run(bool odirect)
+{
+    char *dir = bt_dir(odirect ? "bk-jdio" : "bk-jbuf");
+    bool expect_dio = odirect && bt_fs_takes_odirect(dir);
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.journal_odirect = odirect;
+    cfg.journal_file_size_bytes = 64u << 10;
+    cfg.journal_large_entry_bytes = 0; /* every entry journaled whole */
+    cfg.write_cache_bytes = 64u << 20; /* no flush: the journal holds them all */
+    enum { ONE = 40, N = 400 };
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < ONE; e++) /* one add per group */
+        CU_ASSERT_EQUAL(bt_add(bk, 40, e, e - 1, jdio_len(e)), 0);
+    burst_t many = {.want = N - ONE}; /* then groups of many */
+    for (int e = ONE; e < N; e++) {
+        qbuf_t *b = bt_entry(40, e, jdio_len(e));
+        CU_ASSERT_EQUAL(bookie_add(bk, 40, e, e - 1, b, burst_cb, &many), 0);
+        qbuf_unref(b);
+    }
+    TEST_REQUIRE(test_run_until(bt_loop, &many.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(many.acked, N - ONE);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.journal_dio_groups > 0, expect_dio);
+    CU_ASSERT_TRUE(st.journal_syncs < (uint64_t)N); /* the burst was grouped */
+    CU_ASSERT_EQUAL(st.entry_logs, 0);
+
+    static int64_t ids[N + 8];
+    static uint32_t lens[N + 8];
+    int n = 0;
+    CU_ASSERT_TRUE(bt_journal_adds(dir, ids, lens, N + 8, &n));
+    CU_ASSERT_EQUAL(n, N);
+    int wrong = 0;
+    for (int i = 0; i < n && i < N; i++)
+        wrong += ids[i] != i || lens[i] != jdio_len(i);
+    CU_ASSERT_EQUAL(wrong, 0);
+
+    /* kill -9 as far as the entry logs go: the journal is all there is */
+    bookie_test_abandon(bk);
+    bk = bt_open(&cfg);
+    int bad = 0;
+    for (int e = 0; e < N; e++)
+        bad += bt_verify(bk, 40, e, jdio_len(e)) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_journal_odirect_and_buffered(void)
+{
+    jdio_run(false);
+    jdio_run(true);
+}
+
 /* A burst far beyond the write caches: the adds that find no room wait for a
  * flush instead of being refused, and all are stored; at close, adds still
  * waiting get QE_SHUTDOWN. */
@@ -1611,6 +1724,8 @@ static void register_suites(void)
     CU_add_test(s, "disk full: adds refused until below the low mark", test_disk_full_refuses_adds);
     CU_add_test(s, "disk usage measured at open and on a timer", test_disk_check_measures);
     CU_add_test(s, "disk usage keys", test_disk_config);
+    CU_add_test(s, "journal with O_DIRECT and buffered: the same records",
+                test_journal_odirect_and_buffered);
     CU_add_test(s, "checkpoint persists only changed ledgers",
                 test_checkpoint_persists_only_changed_ledgers);
     bookie_direct_register();
