@@ -302,6 +302,9 @@ SYNC_METRICS = {  # Quire's /metrics: what the disk's syncs took (counts, time i
     "bookie_journal_JOURNAL_SYNC_sum": ("journal_sync_ms", 1),
     "quire_bookie_direct_syncs_total": ("direct_syncs", 1),
     "quire_bookie_direct_sync_seconds_total": ("direct_sync_ms", 1000),
+    # and what the bookie's garbage collection did meanwhile (an earlier run's garbage)
+    "quire_bookie_gc_logs_removed_total": ("gc_logs_removed", 1),
+    "quire_bookie_gc_compacted_bytes_total": ("gc_compacted_mb", 1e-6),
 }
 
 
@@ -334,19 +337,83 @@ def sync_means(before, after):
         n = after[kind + "_syncs"] - before[kind + "_syncs"]
         ms = after[kind + "_sync_ms"] - before[kind + "_sync_ms"]
         out[kind + "_sync_mean_ms"] = round(ms / n, 3) if n > 0 else None
+    for key in ("gc_logs_removed", "gc_compacted_mb"):
+        out[key] = round(after[key] - before[key], 1)
     return out
+
+
+def page_cache():
+    """The kernel's dirty and under-writeback page cache (MB) and pages written so far."""
+    out = {}
+    try:
+        for line in open("/proc/meminfo"):
+            k, v = line.split(":", 1)
+            if k in ("Dirty", "Writeback", "MemFree"):
+                out[k] = int(v.split()[0]) / 1024.0
+        dev = os.stat(os.environ.get("BENCH_TMP", "/tmp")).st_dev
+        for line in open("/proc/diskstats"):  # the device (whole disk) under the data
+            f = line.split()
+            if (int(f[0]), int(f[1])) in ((os.major(dev), os.minor(dev)), (os.major(dev), 0)) \
+                    and "writes" not in out:
+                out["writes"], out["write_ms"], out["flushes"] = int(f[7]), int(f[10]), int(f[14])
+        for line in open("/proc/vmstat"):
+            k, v = line.split()
+            if k == "nr_written":
+                out[k] = int(v)
+    except (OSError, ValueError):
+        return None
+    return out if len(out) == 7 else None
+
+
+def writeback_figures(before, after):
+    """What the kernel had to write when a run started and wrote during it: another
+    run's, or the other server's, dirty pages compete with the measured run's syncs."""
+    if not before or not after:
+        return {}
+    return {"dirty_mb_at_start": round(before["Dirty"] + before["Writeback"], 1),
+            "free_mb_at_start": round(before["MemFree"]),
+            "kernel_written_mb": round((after["nr_written"] - before["nr_written"]) * 4096 / 1e6, 1),
+            # the device's own view: writes and flushes completed, a write's mean time
+            "disk_writes": after["writes"] - before["writes"],
+            "disk_flushes": after["flushes"] - before["flushes"],
+            "disk_write_ms_mean": round((after["write_ms"] - before["write_ms"]) /
+                                        max(1, after["writes"] - before["writes"]), 3)}
+
+
+SETTLE = [True]
+
+
+def settle():
+    """Before a measured run: write back every dirty page (the other server's, an earlier
+    run's) so that the kernel's writeback does not land on this run's syncs at a random
+    moment (dirty pages wait up to 30 s before the kernel writes them). Both servers get
+    it. Returns the seconds it took."""
+    if not SETTLE[0]:
+        return None
+    t0 = time.monotonic()
+    os.sync()
+    deadline = t0 + 30
+    while time.monotonic() < deadline:
+        pc = page_cache()
+        if not pc or pc["Dirty"] + pc["Writeback"] < 16:
+            break
+        time.sleep(0.1)
+    return round(time.monotonic() - t0, 2)
 
 
 def run_simple(sc, srv, perf, tag, secs, warm, servers, freeze_on):
     if freeze_on:
         freeze(servers, srv)
-    syncs = disk_syncs(srv)
+    settled = settle()
+    syncs, pc = disk_syncs(srv), page_cache()
     smp = Sampler(srv.pid)
     r = perf.run("both", srv.url, scen_args(sc, tag, secs, warm), "%s-%s" % (sc, srv.label),
                  secs + warm + 180)
     f = flat(r)
     f.update(smp.stop())
     f.update(sync_means(syncs, disk_syncs(srv)))
+    f.update(writeback_figures(pc, page_cache()))
+    f["settle_s"] = settled
     return f
 
 
@@ -364,7 +431,8 @@ def run_backlog(srv, perf, tag, mb, rate, servers, freeze_on):
                     "--max-pending", 10000, "--messages", n, "--warmup-seconds", 0],
                     "f-fill-" + srv.label, 1800)
     fill_s = time.monotonic() - t0
-    syncs = disk_syncs(srv)
+    settled = settle()  # the fill's own dirty pages too: the live phase is what is timed
+    syncs, pc = disk_syncs(srv), page_cache()
     smp = Sampler(srv.pid)
     live = perf.start("produce", srv.url, ["--topics", topic, "--size", 1024, "--rate", rate,
                       "--max-pending", 10000, "--seconds", 900, "--warmup-seconds", 0],
@@ -384,6 +452,8 @@ def run_backlog(srv, perf, tag, mb, rate, servers, freeze_on):
     out["ok"] = int(fill.get("exit_status") == 0 and cons.get("exit_status") == 0)
     out.update(smp.stop())
     out.update(sync_means(syncs, disk_syncs(srv)))
+    out.update(writeback_figures(pc, page_cache()))
+    out["settle_s"] = settled
     return out
 
 
@@ -623,6 +693,8 @@ def main():
                     help="(e)'s batcher: key-based (one key per batch, as Key_Shared wants) or "
                          "default (batches of mixed keys, each to one consumer)")
     ap.add_argument("--no-freeze", action="store_true", help="do not SIGSTOP the idle server")
+    ap.add_argument("--no-settle", action="store_true",
+                    help="do not sync the page cache before each measured run (a, b, c, d, e, f live)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", time.strftime("%Y%m%d-%H%M%S")))
     ap.add_argument("--report-only", metavar="RESULTS_JSON",
                     help="no runs: print the table and draw the plots of an earlier results.json (into its folder)")
@@ -662,6 +734,7 @@ def main():
     labels = ["quire"] + ["pulsar-" + c for c in pulsar_cfgs]
     servers = []
     freeze_on = not a.no_freeze
+    SETTLE[0] = not a.no_settle
 
     def save():
         with open(os.path.join(a.out, "results.json"), "w") as f:
@@ -696,12 +769,14 @@ def main():
                             tag = "%s%d%d" % (srv.label[0] + (cfg or "")[:2], ci, rep)
                             f = run_simple(sc, srv, perf, tag, a.seconds, a.warmup, servers, freeze_on)
                             results.setdefault(sc, {}).setdefault(srv.label, []).append(f)
-                            log("%s rep %d %s: prod %s msg/s pub p99 %s ms e2e p99 %s ms rss %s MB%s" % (
+                            log("%s rep %d %s: prod %s msg/s pub p99 %s ms e2e p99 %s ms rss %s MB%s%s" % (
                                 sc, rep, srv.label, fmt(f.get("produce_msg_per_s")), fmt(f.get("pub_p99_ms")),
                                 fmt(f.get("e2e_p99_ms")), f.get("server_rss_max_mb"),
                                 "" if "journal_sync_mean_ms" not in f else
                                 " syncs: journal %s ms, direct %s ms" % (
-                                    fmt(f.get("journal_sync_mean_ms")), fmt(f.get("direct_sync_mean_ms")))))
+                                    fmt(f.get("journal_sync_mean_ms")), fmt(f.get("direct_sync_mean_ms"))),
+                                " dirty at start %s MB, kernel wrote %s MB" % (
+                                    fmt(f.get("dirty_mb_at_start")), fmt(f.get("kernel_written_mb")))))
                             save()
             # f, g and xcheck: Quire and the first Pulsar configuration only (time)
             for srv in (targets if ci == 0 else []):
