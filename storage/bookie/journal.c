@@ -16,7 +16,10 @@
  * group_write: the direct records written and fdatasynced on the bk-dsync
  * thread (elog_direct_write: O_DIRECT from an aligned stage where the file
  * system allows) while the journal thread writes and syncs the journal
- * records; the group completes when both are done.
+ * records; the group completes when both are done. A crash between the two
+ * leaves ADD_REFs whose records are not intact only in the last group, none of
+ * which was acknowledged: replay takes the first such reference for the
+ * journal's end (bookie.c, bookie_replay_ref).
  *
  * O_DIRECT (cfg.odirect, where the file system takes it): gbuf is aligned and
  * starts with the carry, the bytes of the file's last partial block written
@@ -27,10 +30,7 @@
  * zeros read as the journal's end (journal_check_record). Nothing of the
  * journal goes through the page cache: no page to allocate, copy into, write
  * back and free per group (on a VM whose freed memory goes back to the host,
- * every new page-cache page costs a fault on the host: docs/bookie.md). A crash between the two
- * leaves ADD_REFs whose records are not intact only in the last group, none of which was
- * acknowledged: replay takes the first such reference for the journal's end (bookie.c,
- * bookie_replay_ref).
+ * every new page-cache page costs a fault on the host: docs/bookie.md).
  */
 #include "storage/bookie/journal.h"
 
@@ -322,7 +322,6 @@ static int group_add_direct(journal_t *j, journal_req_t *r)
     return 1;
 }
 
-/* Appends one record to the group; false (nothing added) when the group is full. */
 /* The journal written buffered from here on (its carry is on the disk already,
  * written with the same bytes the next buffered write begins after). Only
  * between groups or before a group's first record. */
@@ -353,9 +352,15 @@ static int gbuf_grow(journal_t *j, size_t more)
     return 0;
 }
 
+/* Appends one record to the group; false (nothing added) when the group is full. */
 static bool group_add(journal_t *j, journal_req_t *r)
 {
     if (j->gcount > 0 && group_full(j))
+        return false;
+    /* room for an ADD_REF and the pad (only a group grown for a large O_DIRECT
+     * copy can lack it; a group's first record always has it) */
+    size_t ref = JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES;
+    if (j->gbuf_len + ref + JOURNAL_DIO_ALIGN_MAX > j->gbuf_cap && gbuf_grow(j, ref) != 0)
         return false;
     if (r->type == JREC_ADD && j->cfg.direct && j->cfg.large_entry_bytes &&
         r->data->len >= j->cfg.large_entry_bytes) {
