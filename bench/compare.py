@@ -355,14 +355,16 @@ def page_cache():
             f = line.split()
             if (int(f[0]), int(f[1])) in ((os.major(dev), os.minor(dev)), (os.major(dev), 0)) \
                     and "writes" not in out:
-                out["writes"], out["write_ms"], out["flushes"] = int(f[7]), int(f[10]), int(f[14])
+                # fields from 4.18 on: discards completed at [14]; flushes at [18] (5.5)
+                out["writes"], out["write_ms"], out["discards"] = int(f[7]), int(f[10]), int(f[14])
+                out["flushes"] = int(f[18]) if len(f) > 18 else 0
         for line in open("/proc/vmstat"):
             k, v = line.split()
             if k == "nr_written":
                 out[k] = int(v)
     except (OSError, ValueError):
         return None
-    return out if len(out) == 7 else None
+    return out if len(out) == 8 else None
 
 
 def writeback_figures(before, after):
@@ -376,6 +378,7 @@ def writeback_figures(before, after):
             # the device's own view: writes and flushes completed, a write's mean time
             "disk_writes": after["writes"] - before["writes"],
             "disk_flushes": after["flushes"] - before["flushes"],
+            "disk_discards": after["discards"] - before["discards"],
             "disk_write_ms_mean": round((after["write_ms"] - before["write_ms"]) /
                                         max(1, after["writes"] - before["writes"]), 3)}
 
