@@ -8,7 +8,8 @@ journalSyncData=false) on free 127.0.0.1 ports, runs each scenario against each 
 in alternation (the idle server is SIGSTOPped meanwhile, so it takes no CPU from the
 measured one), samples the measured server's RSS and CPU (and, for Quire, the mean
 journal fdatasync and direct-log write+sync during the run, from /metrics: what the
-disk took), and prints one table: each
+disk took; the page cache is written back before each measured run, --no-settle: not),
+and prints one table: each
 scenario's medians for both servers and their ratio. Raw JSON of every run, the table
 (summary.md, results.json) and a latency-percentile plot per scenario (PNG) go to --out.
 

@@ -383,10 +383,11 @@ static bool group_add(journal_t *j, journal_req_t *r)
     uint8_t *h = j->gbuf + j->gbuf_len;
     group_encode_header(h, r->type, r, len);
     uint32_t crc = crc32c(0, h, JOURNAL_HEADER_BYTES);
-    crc = crc32c(crc, payload, len);
+    if (copy && len) /* copied and checksummed in one pass */
+        crc = crc32c_copy(crc, h + JOURNAL_HEADER_BYTES, payload, len);
+    else
+        crc = crc32c(crc, payload, len);
     put_le32(h + 8, crc);
-    if (copy && len)
-        memcpy(h + JOURNAL_HEADER_BYTES, payload, len);
     j->gbuf_len += copied;
     if (!copy) {
         j->iov[j->iovcnt++] = (struct iovec){j->gbuf + j->gseg_start, j->gbuf_len - j->gseg_start};

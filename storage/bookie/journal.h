@@ -170,9 +170,9 @@ journal_req_t *journal_slot(journal_t *j, uint64_t idx);
 void journal_release(journal_t *j, uint64_t end);
 
 void journal_get_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total);
-/* Direct log: fdatasyncs, time in writes + fdatasyncs, bytes written. */
 /* Groups written with O_DIRECT so far (cfg.odirect where the file system took it). */
 uint64_t journal_dio_groups(journal_t *j);
+/* Direct log: fdatasyncs, time in writes + fdatasyncs, bytes written. */
 void journal_get_direct_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total,
                               uint64_t *bytes);
 /* Fault injection for tests: the next group write fails with err (< 0). */
