@@ -740,9 +740,20 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "quire_bookie_direct_sync_seconds_total %.6f\n"
             "# HELP quire_bookie_direct_bytes_total Bytes written to direct entry logs.\n"
             "# TYPE quire_bookie_direct_bytes_total counter\n"
-            "quire_bookie_direct_bytes_total %llu\n",
+            "quire_bookie_direct_bytes_total %llu\n"
+            "# HELP quire_bookie_spare_zeroed_bytes_total Zeros written into spare files ahead of "
+            "their use (spareFileZeroRateMB).\n"
+            "# TYPE quire_bookie_spare_zeroed_bytes_total counter\n"
+            "quire_bookie_spare_zeroed_bytes_total %llu\n"
+            "# HELP quire_bookie_spare_files_taken_total Journal files and direct entry logs that "
+            "were zeroed spares.\n"
+            "# TYPE quire_bookie_spare_files_taken_total counter\n"
+            "quire_bookie_spare_files_taken_total{kind=\"journal\"} %llu\n"
+            "quire_bookie_spare_files_taken_total{kind=\"direct\"} %llu\n",
             (unsigned long long)st.direct_syncs, (double)st.direct_sync_us_total / 1e6,
-            (unsigned long long)st.direct_bytes);
+            (unsigned long long)st.direct_bytes, (unsigned long long)st.spare_zeroed_bytes,
+            (unsigned long long)st.spares_taken_journal,
+            (unsigned long long)st.spares_taken_direct);
     fprintf(f,
             "# HELP bookie_SERVER_STATUS 1 while the bookie takes adds, 0 while read-only "
             "(disk usage at its mark, or an I/O error).\n"

@@ -36,6 +36,7 @@ typedef struct qb_options {
     bool large_entry_odirect;                   /* journalLargeEntryDirectIo */
     bool journal_odirect;                       /* journalDirectIo */
     uint32_t read_yield_us;                     /* readYieldToJournalUs */
+    uint32_t spare_zero_mb;                     /* spareFileZeroRateMB */
     uint32_t compact_rate;                      /* compactionRateByBytes */
     uint32_t write_cache_mb, read_cache_mb;     /* dbStorage_{writeCache,readAheadCache}MaxSizeMb */
     double minor_threshold, major_threshold;    /* minor/majorCompactionThreshold */
@@ -54,6 +55,7 @@ static void qb_usage(FILE *out)
         "                    [--journalLargeEntryDirectIo=true|false]\n"
         "                    [--journalDirectIo=true|false]\n"
         "                    [--readYieldToJournalUs=MICROSECONDS (0: never)]\n"
+        "                    [--spareFileZeroRateMB=MB_PER_S (128; 0: no spare files)]\n"
         "                    [--compactionRateByBytes=BYTES_PER_S (0: unpaced)]\n"
         "                    [--dbStorage_writeCacheMaxSizeMb=MB (1..65536)]\n"
         "                    [--dbStorage_readAheadCacheMaxSizeMb=MB (0..65536)]\n"
@@ -167,6 +169,9 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--readYieldToJournalUs", &v)) != 0) {
         if (m > 0 && qb_parse_u32(v, BOOKIE_READ_YIELD_US_MAX, &o->read_yield_us) < 0)
             m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--spareFileZeroRateMB", &v)) != 0) {
+        if (m > 0 && qb_parse_u32(v, BOOKIE_SPARE_ZERO_RATE_MB_MAX, &o->spare_zero_mb) < 0)
+            m = -2;
     } else if ((m = qb_match(argc, argv, i, "--compactionRateByBytes", &v)) != 0) {
         if (m > 0 && qb_parse_u32(v, UINT32_MAX, &o->compact_rate) < 0)
             m = -2;
@@ -222,6 +227,7 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     o->large_entry_odirect = defaults.journal_large_entry_odirect;
     o->journal_odirect = defaults.journal_odirect;
     o->read_yield_us = defaults.read_yield_us;
+    o->spare_zero_mb = (uint32_t)(defaults.spare_zero_rate_bytes >> 20);
     o->compact_rate = (uint32_t)defaults.gc_compact_bytes_per_s;
     o->write_cache_mb = (uint32_t)(defaults.write_cache_bytes >> 20);
     o->read_cache_mb = (uint32_t)(defaults.read_cache_bytes >> 20);
@@ -288,7 +294,7 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
     ev_signal_start(loop, &sigint);
     printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
            "journalLargeEntryThreshold=%u, journalLargeEntryDirectIo=%s, journalDirectIo=%s, "
-           "readYieldToJournalUs=%u, "
+           "readYieldToJournalUs=%u, spareFileZeroRateMB=%u, "
            "compactionRateByBytes=%u, "
            "minorCompactionThreshold=%g, minorCompactionInterval=%" PRId64
            ", majorCompactionThreshold=%g, majorCompactionInterval=%" PRId64
@@ -296,9 +302,10 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
            ", diskUsageThreshold=%g, diskUsageLwmThreshold=%g, diskCheckInterval=%" PRId64 ")\n",
            o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
            o->large_entry_bytes, o->large_entry_odirect ? "true" : "false",
-           o->journal_odirect ? "true" : "false", o->read_yield_us, o->compact_rate,
-           o->minor_threshold, o->minor_interval_s, o->major_threshold, o->major_interval_s,
-           o->write_cache_mb, o->read_cache_mb, o->disk_threshold, o->disk_lwm, o->disk_check_ms);
+           o->journal_odirect ? "true" : "false", o->read_yield_us, o->spare_zero_mb,
+           o->compact_rate, o->minor_threshold, o->minor_interval_s, o->major_threshold,
+           o->major_interval_s, o->write_cache_mb, o->read_cache_mb, o->disk_threshold, o->disk_lwm,
+           o->disk_check_ms);
     fflush(stdout);
     ev_run(loop, 0);
     ev_signal_stop(loop, &sigterm);
@@ -329,6 +336,7 @@ int quire_bookie_main(int argc, char **argv)
     cfg.journal_large_entry_odirect = o.large_entry_odirect;
     cfg.journal_odirect = o.journal_odirect;
     cfg.read_yield_us = o.read_yield_us;
+    cfg.spare_zero_rate_bytes = (uint64_t)o.spare_zero_mb << 20;
     cfg.gc_compact_bytes_per_s = o.compact_rate;
     cfg.write_cache_bytes = (uint64_t)o.write_cache_mb << 20;
     cfg.read_cache_bytes = (uint64_t)o.read_cache_mb << 20;

@@ -289,6 +289,14 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.read_yield_us = (uint32_t)yield_us;
+    int64_t zero_mb = 0;
+    if (qconfig_get_int(sa->conf, "spareFileZeroRateMB", (int64_t)(bc.spare_zero_rate_bytes >> 20),
+                        0, BOOKIE_SPARE_ZERO_RATE_MB_MAX, &zero_mb) < 0) {
+        log_error("standalone", "spareFileZeroRateMB: expected 0..%u MB per second (0: off)",
+                  BOOKIE_SPARE_ZERO_RATE_MB_MAX);
+        return QE_INVALID;
+    }
+    bc.spare_zero_rate_bytes = (uint64_t)zero_mb << 20;
     int64_t compact_rate = 0;
     if (qconfig_get_int(sa->conf, "compactionRateByBytes", (int64_t)bc.gc_compact_bytes_per_s, 0,
                         INT64_MAX, &compact_rate) < 0) {

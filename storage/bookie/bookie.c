@@ -76,6 +76,8 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .journal_large_entry_bytes = 16u << 10,
         .journal_large_entry_odirect = true,
         .journal_odirect = true,
+        .spare_zero_rate_bytes = 128ull << 20,
+        .spare_idle_ms = 1000,
         .read_yield_us = 1000,
         .disk_usage_threshold = 0.95,
         .disk_usage_lwm_threshold = 0.90,
@@ -1146,6 +1148,11 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->disk_full = bk->disk_full;
     out->read_only = bk->read_only != 0;
     out->disk_checks = bk->disk_checks;
+    spare_stats_t ss;
+    spares_get_stats(bk->spares, &ss);
+    out->spare_zeroed_bytes = ss.zeroed_bytes;
+    out->spares_taken_journal = ss.taken[SPARE_JOURNAL];
+    out->spares_taken_direct = ss.taken[SPARE_DIRECT];
 }
 
 bool bookie_writable(const bookie_t *bk)
@@ -1184,6 +1191,8 @@ static void bookie_disk_apply(bookie_t *bk, double usage, const char *dir)
                  "are taken again",
                  dir, usage * 100, c->disk_usage_lwm_threshold * 100);
     }
+    /* no spare files (up to a journal file and an entry log) above the low mark */
+    spares_set_paused(bk->spares, bk->disk_full || usage >= c->disk_usage_lwm_threshold);
     /* While full, every check frees what it can: the logs of ledgers deleted
      * since the last pass (no compaction: bookie_gc_threshold). */
     if (bk->disk_full && !bk->gc_running && !bk->closing)
@@ -1279,7 +1288,7 @@ static int bookie_replay_ref(bookie_t *bk, ledger_t *l, const journal_record_t *
 {
     journal_ref_t ref;
     journal_ref_decode(rec->payload, &ref);
-    const entry_log_t *log = log_table_find(&bk->logs, ref.log_id);
+    entry_log_t *log = log_table_find(&bk->logs, ref.log_id);
     qbuf_t *b = NULL;
     int rc = log ? entry_log_read_expect(log, ref.offset, ref.length, rec->ledger_id, rec->entry_id,
                                          ref.crc, &b)
@@ -1295,6 +1304,8 @@ static int bookie_replay_ref(bookie_t *bk, ledger_t *l, const journal_record_t *
     }
     if (rc)
         return rc; /* an I/O error proves nothing: fail the open, truncate nothing */
+    if (ref.offset + ELOG_HEADER_BYTES + ref.length > log->rec_end)
+        log->rec_end = ref.offset + ELOG_HEADER_BYTES + ref.length;
     return bookie_replay_put(bk, l, rec, b, ref.log_id, ref.offset);
 }
 
@@ -1350,6 +1361,8 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
         rc = meta_file_open(bk);
     if (rc == 0)
         rc = journal_replay(bk->jdir, cp, bookie_replay_record, bk, next_seq);
+    if (rc == 0)
+        log_table_cut_tails(&bk->logs); /* before any log is appended again */
     if (rc == 0) {
         bk->acked_pos = (journal_pos_t){*next_seq, 0};
         bk->cp_pos = bk->acked_pos;
@@ -1466,6 +1479,9 @@ static void bookie_stop_threads(bookie_t *bk)
         }
     }
     journal_stop(bk->journal);
+    spares_stop(bk->spares); /* the journal thread took its last one */
+    bk->spares = NULL;
+    bk->direct.spares = NULL;
     flusher_stop(bk);
     bk->readers_stopping = true; /* completions below give no waiting read to them */
     qexec_free(bk->readers);     /* runs the read completions */
@@ -1521,7 +1537,21 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
                            cfg->journal_large_entry_bytes,
                            &bk->direct,
                            &bk->gate,
-                           cfg->journal_odirect};
+                           cfg->journal_odirect,
+                           NULL};
+    if (rc == 0) {
+        spares_remove_left(bk->jdir);
+        spares_remove_left(bk->ldir);
+    }
+    if (rc == 0 && cfg->spare_zero_rate_bytes) {
+        spare_config_t sc = {{bk->jdir, bk->ldir},
+                             {cfg->journal_file_size_bytes, cfg->entry_log_size_bytes},
+                             cfg->spare_zero_rate_bytes,
+                             (uint64_t)cfg->spare_idle_ms * 1000};
+        rc = spares_start(&sc, &bk->spares);
+        bk->direct.spares = bk->spares;
+        jc.spares = bk->spares;
+    }
     if (rc == 0)
         rc = journal_open(&jc, seq, bk->mb, bookie_group_done, bk, &bk->journal);
     if (rc == 0)

@@ -38,6 +38,7 @@ typedef struct bookie bookie_t;
 
 #define BOOKIE_LARGE_ENTRY_BYTES_MAX (32u << 20) /* journal_large_entry_bytes at most */
 #define BOOKIE_READ_YIELD_US_MAX 1000000u        /* read_yield_us at most */
+#define BOOKIE_SPARE_ZERO_RATE_MB_MAX 65536u     /* spare_zero_rate_bytes at most, in MiB/s */
 #define BOOKIE_CACHE_MB_MAX 65536u               /* the cache sizes' keys, in MB, at most */
 
 typedef struct bookie_config {
@@ -93,6 +94,14 @@ typedef struct bookie_config {
      * system allows it (journalDirectIo; true): none of it in the page cache
      * (journal.c). */
     bool journal_odirect;
+    /* Spare journal files and direct entry logs are zeroed ahead of their use
+     * at up to this many bytes a second, while the bookie is idle
+     * (spareFileZeroRateMB; 128 MiB; 0: never): a group's fdatasync over
+     * zeros written before is one cache flush, without a metadata write
+     * (spare.h). */
+    uint64_t spare_zero_rate_bytes;
+    /* ... only after the bookie wrote nothing for this long (1 s; tests less). */
+    uint32_t spare_idle_ms;
     /* While the journal writes and syncs a group of up to
      * IO_GATE_GROUP_BYTES_MAX, an O_DIRECT read of a large record starts only
      * if fewer than IO_GATE_READS_DURING_WRITE are in flight, else waits for
@@ -208,6 +217,9 @@ typedef struct bookie_stats {
     bool disk_full;                /* adds refused until usage is below the low mark */
     bool read_only;                /* adds refused after an I/O error (until a restart) */
     uint64_t disk_checks;          /* disk usage checks done (open, timer, bytes) */
+    uint64_t spare_zeroed_bytes;   /* zeros written into spare files (spare.h) */
+    uint64_t spares_taken_journal; /* journal files that were spares */
+    uint64_t spares_taken_direct;  /* direct entry logs that were spares */
 } bookie_stats_t;
 /* Loop thread (the caches' sizes are the loop's). */
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);

@@ -41,6 +41,7 @@
 #include "storage/bookie/io_gate.h"
 #include "storage/bookie/journal.h"
 #include "storage/bookie/ledger_index.h"
+#include "storage/bookie/spare.h"
 
 #define BOOKIE_ENTRY_BYTES_MAX (32u << 20) /* larger adds get QE_TOO_LARGE */
 #define BOOKIE_READS_PENDING_MAX 65536     /* reads in flight; beyond: QE_BUSY */
@@ -81,6 +82,7 @@ struct bookie {
     qexec_t *readers;
     journal_t *journal;
     elog_direct_t direct; /* journal thread (once open) */
+    spares_t *spares;     /* zeroed files for the journal and direct logs, or NULL */
     io_gate_t gate;       /* large reads wait for the journal's writes (io_gate.h) */
     bool gate_ok;         /* gate initialised */
 

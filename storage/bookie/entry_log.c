@@ -27,6 +27,7 @@
 #include "storage/bookie/bookie_io.h"
 #include "storage/bookie/idx_summary.h"
 #include "storage/bookie/io_gate.h"
+#include "storage/bookie/spare.h"
 
 #define ELOG_STAGE_BYTES (1u << 20)
 
@@ -171,6 +172,26 @@ void log_table_free(log_table_t *t)
     memset(t, 0, sizeof *t);
 }
 
+void log_table_cut_tails(log_table_t *t)
+{
+    for (uint32_t i = 0; i < t->count; i++) {
+        entry_log_t *log = t->logs[i];
+        if (log->rec_end_known && log->size > log->rec_end) {
+            if (ftruncate(log->fd, (off_t)log->rec_end) == 0) {
+                log_info("bookie",
+                         "entry log %08" PRIx32 ": %" PRIu64 " bytes after its last record cut",
+                         log->id, log->size - log->rec_end);
+                t->bytes -= log->size - log->rec_end;
+                log->size = log->rec_end;
+            } else {
+                log_warn("bookie", "entry log %08" PRIx32 ": cannot cut after its last record: %s",
+                         log->id, q_strerror(-errno));
+            }
+        }
+        log->rec_end_known = false;
+    }
+}
+
 /* ---------------------------------------------------------- load at open -- */
 
 static int u32_cmp(const void *a, const void *b)
@@ -297,6 +318,8 @@ static int elog_load_idx(entry_log_t *log, const char *path, int fd, uint64_t of
                          path, lid, eid);
                 continue; /* the next record's pos no longer follows the run */
             }
+            if (roff + ELOG_HEADER_BYTES + len > log->rec_end)
+                log->rec_end = roff + ELOG_HEADER_BYTES + len;
             rc = idx_run_add(log, &run, fns, lid, eid, off - ELOG_IDX_RECORD_BYTES, len);
         }
         if ((size_t)n % ELOG_IDX_RECORD_BYTES)
@@ -434,6 +457,7 @@ static int elog_load_one(log_table_t *t, const char *dir, uint32_t id, const elo
         rc = -errno;
     if (rc == 0)
         rc = elog_load_summary(log, dir, (uint64_t)st.st_size, fns, &off);
+    log->rec_end_known = off == 0; /* no summary: elog_load_idx sees every record */
     if (rc == 0)
         rc = elog_load_idx(log, ipath, log->idx_fd, off, fns);
     if (rc)
@@ -854,9 +878,10 @@ void elog_writer_free(elog_writer_t *w)
 }
 
 /* Creates a new log with the table's next id and an empty idx (directory
- * fsynced) and inserts it in the table; *out receives it. */
+ * fsynced) and inserts it in the table; *out receives it. With spares, the
+ * log is the direct spare when there is one, its zeroed bytes in *zeroed. */
 static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *table, bool pinned,
-                       entry_log_t **out)
+                       spares_t *spares, entry_log_t **out, uint64_t *zeroed)
 {
     char path[PATH_MAX], ipath[PATH_MAX];
     entry_log_t *log = calloc(1, sizeof *log);
@@ -869,11 +894,21 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
     pthread_mutex_unlock(lock);
     log->id = id;
     log->idx_fd = -1;
+    log->fd = -1;
     log->dio_fd = -1;
     log->pinned = pinned;
     elog_path(path, sizeof path, dir, id, "log");
     elog_path(ipath, sizeof ipath, dir, id, "idx");
-    log->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    *zeroed = 0;
+    if (spares_take(spares, SPARE_DIRECT, path, zeroed) == 0 &&
+        (log->fd = open(path, O_RDWR | O_CLOEXEC)) < 0) {
+        log_warn("bookie", "cannot open entry log %s: %s", path, q_strerror(-errno));
+        unlink(path);
+    }
+    if (log->fd < 0) {
+        *zeroed = 0;
+        log->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
     if (log->fd >= 0 && table->dio_reads)
         log->dio_fd = bk_open_direct(path, O_RDONLY, &log->dio_align);
     log->gate = table->gate;
@@ -1004,7 +1039,8 @@ static void elog_retire(elog_writer_t *w)
 static int elog_roll(elog_writer_t *w)
 {
     entry_log_t *log;
-    int rc = elog_create(w->dir, w->lock, w->table, false, &log);
+    uint64_t zeroed;
+    int rc = elog_create(w->dir, w->lock, w->table, false, NULL, &log, &zeroed);
     if (rc)
         return rc;
     if (w->cur)
@@ -1140,13 +1176,15 @@ int elog_direct_init(elog_direct_t *d, const char *dir, uint64_t max_size, bool 
     return d->dir ? 0 : -ENOMEM;
 }
 
-/* Cuts the padding of the last O_DIRECT write off cur: its size is then the
- * end of its last record, as after buffered appends. */
+/* Cuts the padding of the last O_DIRECT write, and the zeros of a spare
+ * after the last record, off cur: its size is then the end of its last
+ * record, as after buffered appends. */
 void elog_direct_trim(elog_direct_t *d)
 {
-    if (d->dio_fd < 0 || d->stage_len == 0)
+    if (!d->cur || ((d->dio_fd < 0 || d->stage_len == 0) && d->zeroed_end <= d->wr_off))
         return;
-    if (ftruncate(d->dio_fd, (off_t)(d->stage_off + d->stage_len)) < 0)
+    assert(d->dio_fd < 0 || d->stage_off + d->stage_len == d->wr_off); /* all written */
+    if (ftruncate(d->cur->fd, (off_t)d->wr_off) < 0)
         log_warn("bookie", "direct entry log %08" PRIx32 ": cannot cut its padding: %s", d->cur->id,
                  q_strerror(-errno));
 }
@@ -1214,7 +1252,11 @@ static int direct_stage_reserve(elog_direct_t *d, size_t need)
 
 bool elog_direct_needs_roll(const elog_direct_t *d, uint32_t len)
 {
-    return !d->cur || (d->wr_off > 0 && d->wr_off + ELOG_HEADER_BYTES + len > d->max_size);
+    uint64_t end = d->wr_off + ELOG_HEADER_BYTES + len;
+    /* full, or past its zeros with a zeroed spare to roll to (spare.h) */
+    return !d->cur ||
+           (d->wr_off > 0 &&
+            (end > d->max_size || (end > d->zeroed_end && spares_ready(d->spares, SPARE_DIRECT))));
 }
 
 int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
@@ -1223,7 +1265,8 @@ int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, c
 {
     if (elog_direct_needs_roll(d, len)) {
         entry_log_t *log;
-        int rc = elog_create(d->dir, d->lock, d->table, true, &log);
+        uint64_t zeroed;
+        int rc = elog_create(d->dir, d->lock, d->table, true, d->spares, &log, &zeroed);
         if (rc)
             return rc;
         pthread_mutex_lock(d->lock);
@@ -1237,6 +1280,7 @@ int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, c
             elog_direct_trim(d);
         d->cur = log;
         d->wr_off = 0;
+        d->zeroed_end = zeroed;
         direct_open_dio(d);
     }
     if (d->dio_fd >= 0) { /* staged now: copied and checksummed in one pass */

@@ -97,6 +97,10 @@ typedef struct entry_log {
     bool pinned;           /* direct log the journal may still reference (bookie lock) */
     bool sealed;           /* pinned log no longer appended; references end at seal pos */
     uint64_t seal_seq, seal_off;
+    /* at open: the end of the last record indexed or referenced by the
+     * journal, when every record's end was seen (no summary) */
+    uint64_t rec_end;
+    bool rec_end_known;
 } entry_log_t;
 
 typedef struct log_table {
@@ -117,6 +121,11 @@ void log_table_remove(log_table_t *t, entry_log_t *log);
 /* Drops a reader reference (bookie lock held); frees a removed log at 0. */
 void entry_log_unref(entry_log_t *log);
 void log_table_free(log_table_t *t);
+/* At open, once the journal is replayed: cuts every log loaded without a
+ * summary after its rec_end (bytes no index record and no journal reference
+ * points at: what a crash left after the last acknowledged record, a spare's
+ * zeros or an O_DIRECT write's padding) and forgets rec_end. */
+void log_table_cut_tails(log_table_t *t);
 
 int lb_map_add(lb_map_t *m, int64_t ledger_id, uint64_t bytes);
 bool lb_map_has(const lb_map_t *m, int64_t ledger_id);
@@ -282,8 +291,10 @@ typedef struct elog_direct {
     uint32_t align;   /* dio_fd's alignment of offsets, lengths and memory */
     uint8_t *stage;   /* align-aligned: cur's last partial block written, then records */
     size_t stage_cap;
-    size_t stage_len;   /* bytes in stage */
-    uint64_t stage_off; /* cur's offset of stage[0], a multiple of align */
+    size_t stage_len;      /* bytes in stage */
+    uint64_t stage_off;    /* cur's offset of stage[0], a multiple of align */
+    struct spares *spares; /* zeroed files to roll to (spare.h), or NULL */
+    uint64_t zeroed_end;   /* cur's bytes from a spare's zeros */
 } elog_direct_t;
 
 int elog_direct_init(elog_direct_t *d, const char *dir, uint64_t max_size, bool odirect,

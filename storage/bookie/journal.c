@@ -56,6 +56,7 @@
 #include "common/log.h"
 #include "storage/bookie/bookie_io.h"
 #include "storage/bookie/io_gate.h"
+#include "storage/bookie/spare.h"
 
 #define GROUP_IOV_MAX 1024
 /* O_DIRECT: the largest alignment taken, and gbuf's own (its slack: a carry
@@ -84,6 +85,7 @@ struct journal {
     /* journal thread state */
     int fd;
     uint64_t seq, off;
+    uint64_t zeroed; /* bytes of the file a spare's zeros (spare.h) */
     /* O_DIRECT: the file opened once more; gbuf holds the carry bytes of the
      * block at carry_off (off == carry_off + carry) */
     int dio_fd;
@@ -134,12 +136,23 @@ static int journal_file_create(journal_t *j, uint64_t seq)
 {
     char path[PATH_MAX];
     journal_path(path, sizeof path, j->dir, seq);
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    uint64_t zeroed = 0; /* a spare's zeros: overwritten without a metadata write */
+    int fd = -1;
+    if (spares_take(j->cfg.spares, SPARE_JOURNAL, path, &zeroed) == 0 &&
+        (fd = open(path, O_RDWR | O_CLOEXEC)) < 0) {
+        log_warn("bookie", "journal: cannot open %s: %s", path, q_strerror(-errno));
+        unlink(path);
+    }
+    if (fd < 0) {
+        zeroed = 0;
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
     if (fd < 0) {
         int rc = -errno;
         log_error("bookie", "journal: cannot create %s: %s", path, q_strerror(rc));
         return rc;
     }
+    /* the rest of a spare too: blocks already written stay as they are */
     if (j->cfg.file_size_bytes && fallocate(fd, 0, 0, (off_t)j->cfg.file_size_bytes) < 0 &&
         errno != EOPNOTSUPP) {
         int rc = -errno;
@@ -159,6 +172,7 @@ static int journal_file_create(journal_t *j, uint64_t seq)
     j->fd = fd;
     j->seq = seq;
     j->off = 0;
+    j->zeroed = zeroed;
     if (j->dio_fd >= 0)
         close(j->dio_fd);
     j->dio_fd = -1;
@@ -483,7 +497,10 @@ static int group_write(journal_t *j)
     if (!dio && j->gbuf_len > j->gseg_start)
         j->iov[j->iovcnt++] = (struct iovec){j->gbuf + j->gseg_start, j->gbuf_len - j->gseg_start};
     int rc = 0;
-    if (j->off > 0 && j->off + j->gbytes > j->cfg.file_size_bytes) {
+    /* full, or past its zeros with a zeroed spare to roll to (spare.h) */
+    if (j->off > 0 &&
+        (j->off + j->gbytes > j->cfg.file_size_bytes ||
+         (j->off + j->gbytes > j->zeroed && spares_ready(j->cfg.spares, SPARE_JOURNAL)))) {
         size_t carry = dio ? j->carry : 0;
         rc = journal_file_create(j, j->seq + 1);
         if (rc)
@@ -545,6 +562,8 @@ static int group_write(journal_t *j)
         return rc;
     }
     j->off += j->gbytes;
+    spares_note_written(j->cfg.spares, SPARE_JOURNAL, j->gbytes);
+    spares_note_written(j->cfg.spares, SPARE_DIRECT, j->dbytes);
     if (refused) {
         dio_off(j, "O_DIRECT write refused");
     } else if (dio) {

@@ -142,6 +142,7 @@ typedef struct journal_config {
     elog_direct_t *direct;      /* the direct log writer (journal thread), or NULL */
     struct io_gate *gate;       /* group writes marked in flight here (io_gate.h), or NULL */
     bool odirect;               /* groups written with O_DIRECT where the file system allows */
+    struct spares *spares;      /* zeroed files to roll to (spare.h), or NULL */
 } journal_config_t;
 
 /* Called on the loop for each group: slots [begin, end) were written (rc == 0)

@@ -28,6 +28,7 @@ def test_bookie_storage_options():
                               "--journalLargeEntryDirectIo=false",
                               "--journalDirectIo=false",
                               "--readYieldToJournalUs=250",
+                              "--spareFileZeroRateMB=0",
                               "--compactionRateByBytes=1048576",
                               "--minorCompactionThreshold=0.1", "--minorCompactionInterval=7200",
                               "--majorCompactionThreshold=-1", "--majorCompactionInterval=600",
@@ -49,6 +50,7 @@ def test_bookie_storage_options():
             assert "journalLargeEntryDirectIo=false" in line, line
             assert "journalDirectIo=false" in line, line
             assert "readYieldToJournalUs=250" in line, line
+            assert "spareFileZeroRateMB=0" in line, line
             assert "compactionRateByBytes=1048576" in line, line
             assert "minorCompactionThreshold=0.1, minorCompactionInterval=7200" in line, line
             # a threshold <= 0 turns major compaction off, as in BookKeeper
@@ -72,6 +74,9 @@ def test_bookie_storage_options():
     ("readYieldToJournalUs", "-1"),
     ("readYieldToJournalUs", "1000001"),
     ("readYieldToJournalUs", "soon"),
+    ("spareFileZeroRateMB", "-1"),
+    ("spareFileZeroRateMB", "65537"),
+    ("spareFileZeroRateMB", "fast"),
     ("compactionRateByBytes", "-1"),
     ("compactionRateByBytes", "99999999999"),
     ("compactionRateByBytes", "fast"),
@@ -112,6 +117,8 @@ def test_bookie_bad_value_refused(key, value):
     ("readYieldToJournalUs", "-1"),
     ("readYieldToJournalUs", "2000000"),
     ("readYieldToJournalUs", "soon"),
+    ("spareFileZeroRateMB", "-1"),
+    ("spareFileZeroRateMB", "lots"),
     ("bookkeeperClientTimeoutInSeconds", "0"),
     ("bookkeeperClientTimeoutInSeconds", "ten"),
     ("compactionRateByBytes", "-1"),

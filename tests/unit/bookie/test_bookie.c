@@ -89,6 +89,7 @@ void bt_config(bookie_config_t *cfg, const char *dir)
     cfg->gc_interval_ms = 3600 * 1000;
     cfg->pending_adds_max = 10000;
     cfg->disk_check_interval_ms = 0; /* whatever this machine's disk: tests apply usages */
+    cfg->spare_zero_rate_bytes = 0;  /* tests that count files: no early rolls to spares */
 }
 
 typedef struct bt_res {

@@ -11,7 +11,9 @@
  * child's journal_large_entry_bytes): written once to a direct entry log with
  * a reference in the journal, so kills also land between a direct log's
  * fdatasync and the journal's, during direct log rolls (small logs) and while
- * GC removes or compacts direct logs left by earlier rounds.
+ * GC removes or compacts direct logs left by earlier rounds. Spares are on
+ * (spare.h): kills also land while they are zeroed and taken, and opens cut
+ * the zeros after a direct log's last record.
  * Bounded: each child lives at most CRASH_DELAY_MS_MAX.
  */
 #include <errno.h>
@@ -56,6 +58,8 @@ static void crash_config(bookie_config_t *cfg, const char *dir)
     cfg->write_cache_bytes = 256u << 10; /* flush + checkpoint often */
     cfg->flush_interval_ms = 25;
     cfg->journal_large_entry_bytes = CRASH_LARGE_MIN;
+    cfg->spare_zero_rate_bytes = 256u << 20; /* kills while spares are zeroed and taken */
+    cfg->spare_idle_ms = 10;
 }
 
 /* ---------------------------------------------------------------- child -- */
@@ -66,6 +70,7 @@ typedef struct child {
     int round;
     int64_t next[CRASH_LEDGERS];
     int inflight, acked, turn;
+    uint64_t pause_until_us; /* quiet now and then: the bookie zeroes its spares */
 } child_t;
 
 static void child_pump(child_t *c);
@@ -80,11 +85,15 @@ static void child_add_cb(int rc, int64_t l, int64_t e, void *arg)
     if (write(c->fd, &a, sizeof a) != (ssize_t)sizeof a)
         _exit(4);
     c->acked++;
+    if (c->acked % 500 == 0)
+        c->pause_until_us = clock_mono_us() + 30000;
     child_pump(c);
 }
 
 static void child_pump(child_t *c)
 {
+    if (clock_mono_us() < c->pause_until_us)
+        return; /* the keep-alive timer pumps again */
     while (c->inflight < CRASH_WINDOW && c->acked + c->inflight < CRASH_ACKS_MAX) {
         int k = c->turn++ % CRASH_LEDGERS;
         int64_t l = (int64_t)c->round * 100 + k, e = c->next[k];
