@@ -11,13 +11,14 @@
  * expected to write in that kind soon (its recent rate for SPARE_AHEAD_S
  * seconds, at most the kind's file size), at most rate_bytes_per_s, and
  * **only while the bookie is idle** (nothing written for idle_us, 1 s):
- * zeros written beside the bookie's groups are flushed by the groups' own
- * fdatasyncs, and on the benchmark VM that stalled (c) for 34-44 ms in two
- * runs of four (docs/performance.md, session 26). Zeros are synced every
- * SPARE_BURST_BYTES, so that a burst of adds after an idle time finds at most
- * that much left to flush. The journal and the direct log take the spare
- * when they roll, and roll early to it when their writes are past their
- * file's zeroed bytes and the spare has reached its target.
+ * zeros written beside the bookie's groups have to be flushed by the groups'
+ * own fdatasyncs (the likely mechanism), and on the benchmark VM zeroing
+ * under load stalled (c) for 34-44 ms in two runs of four (docs/performance.md,
+ * session 26). Zeros are synced every SPARE_BURST_BYTES, so that a burst of
+ * adds after an idle time finds at most that much left to flush. The journal
+ * and the direct log take the spare when they roll, and roll early to it when
+ * their writes are past their file's zeroed bytes and the spare holds
+ * SPARE_EARLY_MIN_BYTES (or a whole file) of synced zeros.
  */
 #ifndef QUIRE_STORAGE_BOOKIE_SPARE_H
 #define QUIRE_STORAGE_BOOKIE_SPARE_H
