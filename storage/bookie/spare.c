@@ -78,9 +78,8 @@ static void spare_remove(spare_t *p)
 {
     if (p->fd >= 0) {
         unlink(p->path);
-        spare_release_fd(p);
+        spare_release_fd(p); /* fd -1 */
     }
-    p->fd = -1;
     p->zeroed = p->synced = 0;
     atomic_store(&p->ready, false);
 }
@@ -269,7 +268,7 @@ static void *spares_main(void *arg)
         if (synced)
             continue;
         if (!p || now < s->backoff_until_us) {
-            if (!p && s->zeros) { /* nothing to zero: the buffer goes */
+            if (!p && idle && s->zeros) { /* nothing to zero: the buffer goes */
                 free(s->zeros);
                 s->zeros = NULL;
             }

@@ -893,6 +893,34 @@ static void test_spares_left_and_disk_mark(void)
     free(dir);
 }
 
+/* The thread zeroes only while the bookie idles: none under continuous
+ * adds (whose rate sets the targets), some once they stop. */
+static void test_spares_not_zeroed_under_load(void)
+{
+    char *dir = bt_dir("bk-spare3");
+    bookie_config_t cfg;
+    dt_spare_config(&cfg, dir);
+    cfg.spare_idle_ms = 1000;
+    bookie_t *bk = bt_open(&cfg);
+    bookie_stats_t st;
+    int64_t e = 0;
+    uint64_t end = clock_mono_us() + 2500000; /* gaps between adds: well below a second */
+    while (clock_mono_us() < end && e < 200000) {
+        TEST_REQUIRE(bt_add(bk, 3, e, e - 1, dt_spare_len(e)) == 0);
+        e++;
+    }
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.spare_zeroed_bytes, 0);
+    for (int i = 0; i < 60 && st.spare_zeroed_bytes == 0; i++) { /* idle: zeroed */
+        test_run_for(bt_loop, 0.1);
+        bookie_get_stats(bk, &st);
+    }
+    CU_ASSERT_TRUE(st.spare_zeroed_bytes > 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_direct_writer_odirect(void)
 {
     dt_writer_run(true);
@@ -932,4 +960,5 @@ void bookie_direct_register(void)
                 test_spares_taken_and_cut_after_crash);
     CU_add_test(s, "spares left by an earlier run removed; none above the disk's low mark",
                 test_spares_left_and_disk_mark);
+    CU_add_test(s, "spares zeroed only while the bookie idles", test_spares_not_zeroed_under_load);
 }
