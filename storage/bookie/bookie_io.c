@@ -8,14 +8,24 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/errors.h"
 
+static atomic_int refuse_direct; /* bk_io_test_refuse_direct */
+
+void bk_io_test_refuse_direct(int how)
+{
+    atomic_store(&refuse_direct, how);
+}
+
 int bk_open_direct(const char *path, int flags, uint32_t *align)
 {
+    if (atomic_load(&refuse_direct) == BK_IO_REFUSE_DIRECT_OPEN)
+        return -1;
     int fd = open(path, flags | O_DIRECT | O_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -37,6 +47,8 @@ int bk_open_direct(const char *path, int flags, uint32_t *align)
 
 int bk_pwrite_padded(int fd, uint8_t *buf, size_t len, uint64_t off, size_t align)
 {
+    if (atomic_load(&refuse_direct) == BK_IO_REFUSE_DIRECT_WRITE)
+        return -EINVAL;
     size_t padded = (len + align - 1) / align * align;
     memset(buf + len, 0, padded - len);
     for (size_t done = 0; done < padded;) {

@@ -55,6 +55,12 @@ int bk_pread_all(int fd, void *buf, size_t len, uint64_t off);
  * where the file system does not take it; *align (the alignment of offsets,
  * lengths and buffers) from statx where it tells, else 4 KiB. */
 int bk_open_direct(const char *path, int flags, uint32_t *align);
+/* Tests only: a file system that refuses O_DIRECT at open
+ * (BK_IO_REFUSE_DIRECT_OPEN: bk_open_direct fails) or at the first write
+ * (BK_IO_REFUSE_DIRECT_WRITE: bk_pwrite_padded fails with -EINVAL, nothing
+ * written); 0 (the default): as the file system does. */
+enum { BK_IO_REFUSE_DIRECT_OPEN = 1, BK_IO_REFUSE_DIRECT_WRITE = 2 };
+void bk_io_test_refuse_direct(int how);
 /* An O_DIRECT write: buf[0..len) padded with zeros to whole align blocks (buf
  * has room for them) at off (aligned, as buf is). 0 or -errno (-EINVAL: the
  * file system refused it). */

@@ -47,8 +47,9 @@ typedef struct spare {
     uint64_t looked;              /* written at the last look (idle or not) */
     double avg;                   /* bytes per tick, moving average */
     uint64_t taken;
-    bool syncing; /* the thread syncs fd without mu */
-    int close_fd; /* taken or removed while syncing: the thread closes it after */
+    bool no_direct; /* its directory refuses O_DIRECT: never a spare */
+    bool syncing;   /* the thread syncs fd without mu */
+    int close_fd;   /* taken or removed while syncing: the thread closes it after */
 } spare_t;
 
 struct spares {
@@ -84,7 +85,9 @@ static void spare_remove(spare_t *p)
     atomic_store(&p->ready, false);
 }
 
-/* mu held. The spare exists, and the buffer of zeros for its alignment. */
+/* mu held. The spare exists, and the buffer of zeros for its alignment.
+ * -EOPNOTSUPP: its file system takes no O_DIRECT (or wants larger blocks
+ * than a chunk). */
 static int spare_open(spares_t *s, spare_t *p)
 {
     if (p->fd < 0) {
@@ -98,7 +101,7 @@ static int spare_open(spares_t *s, spare_t *p)
                 close(p->fd);
             p->fd = -1;
             unlink(p->path);
-            return -EINVAL;
+            return -EOPNOTSUPP;
         }
     }
     if (!s->zeros || p->align > s->align) {
@@ -260,7 +263,7 @@ static void *spares_main(void *arg)
                 synced = true; /* mu was released: look again */
                 break;
             }
-            if (k->zeroed < k->target)
+            if (k->zeroed < k->target && !k->no_direct)
                 p = k;
         }
         if (s->stop)
@@ -279,6 +282,11 @@ static void *spares_main(void *arg)
             continue;
         }
         int rc = spare_zero_chunk(s, p);
+        if (rc == -EOPNOTSUPP) { /* for good: the journal and logs are buffered there too */
+            log_info("bookie", "%s: no O_DIRECT here: no spare files in this directory", p->path);
+            p->no_direct = true;
+            continue;
+        }
         if (rc) {
             log_warn("bookie", "%s: cannot zero a spare file (%s): none for %u s", p->path,
                      q_strerror(rc), BACKOFF_US / 1000000);

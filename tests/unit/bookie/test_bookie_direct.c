@@ -921,6 +921,73 @@ static void test_spares_not_zeroed_under_load(void)
     free(dir);
 }
 
+/* A file system that refuses O_DIRECT, at open or at the first write: the
+ * journal and the direct logs are written buffered, no spare is made (their
+ * zeros are written with O_DIRECT only), every entry is back after a crash
+ * and, O_DIRECT allowed again, after a restart. */
+static void dt_refused_run(int how)
+{
+    char *dir = bt_dir("bk-nodio");
+    bookie_config_t cfg;
+    dt_spare_config(&cfg, dir);
+    cfg.journal_odirect = true;
+    cfg.journal_large_entry_odirect = true;
+    bk_io_test_refuse_direct(how);
+    bookie_t *bk = bt_open(&cfg);
+    int64_t n = 0;
+    for (int burst = 0; burst < 4; burst++) { /* a few logs; pauses for the spares */
+        for (int i = 0; i < 150; i++, n++)
+            TEST_REQUIRE(bt_add(bk, 1, n, n - 1, dt_spare_len(n)) == 0);
+        test_run_for(bt_loop, 0.25);
+    }
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.journal_dio_groups, 0);
+    CU_ASSERT_FALSE(elog_direct_is_odirect(&bk->direct));
+    CU_ASSERT_TRUE(st.entry_logs >= 2);
+    if (how == BK_IO_REFUSE_DIRECT_OPEN) {
+        CU_ASSERT_EQUAL(st.spare_zeroed_bytes, 0);
+        CU_ASSERT_EQUAL(st.spares_taken_journal + st.spares_taken_direct, 0);
+        CU_ASSERT_FALSE(dt_exists(dir, "journal", SPARE_FILE_NAME));
+        CU_ASSERT_FALSE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
+    }
+    int bad = 0;
+    for (int64_t e = 0; e < n; e++)
+        bad += bt_verify(bk, 1, e, dt_spare_len(e)) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_test_abandon(bk); /* crash */
+    bk = bt_open(&cfg);      /* still refused: replayed buffered */
+    for (int64_t e = 0; e < n; e++)
+        bad += bt_verify(bk, 1, e, dt_spare_len(e)) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 1, n, n - 1, 30000), 0);
+    n++;
+    bookie_close(bk);
+    bk_io_test_refuse_direct(0);
+    bk = bt_open(&cfg);
+    for (int64_t e = 0; e + 1 < n; e++)
+        bad += bt_verify(bk, 1, e, dt_spare_len(e)) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 1, n - 1, 30000), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 1, n, n - 1, 30000), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_TRUE(st.journal_dio_groups > 0); /* O_DIRECT again */
+    CU_ASSERT_TRUE(elog_direct_is_odirect(&bk->direct));
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_odirect_refused_at_open(void)
+{
+    dt_refused_run(BK_IO_REFUSE_DIRECT_OPEN);
+}
+
+static void test_odirect_refused_at_write(void)
+{
+    dt_refused_run(BK_IO_REFUSE_DIRECT_WRITE);
+}
+
 static void test_direct_writer_odirect(void)
 {
     dt_writer_run(true);
@@ -961,4 +1028,8 @@ void bookie_direct_register(void)
     CU_add_test(s, "spares left by an earlier run removed; none above the disk's low mark",
                 test_spares_left_and_disk_mark);
     CU_add_test(s, "spares zeroed only while the bookie idles", test_spares_not_zeroed_under_load);
+    CU_add_test(s, "O_DIRECT refused at open: buffered journal and logs, no spares",
+                test_odirect_refused_at_open);
+    CU_add_test(s, "O_DIRECT refused at the first write: buffered from there",
+                test_odirect_refused_at_write);
 }
