@@ -194,6 +194,13 @@ static void clean_dir(void)
     closedir(d);
 }
 
+/* At exit: the scratch directory goes too (runs left one each before). */
+static void remove_dir(void)
+{
+    clean_dir();
+    rmdir(dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
@@ -203,6 +210,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(dir, sizeof dir, "%s/fuzz_entry_log.XXXXXX", base);
     if (!mkdtemp(dir))
         abort();
+    atexit(remove_dir);
     return 0;
 }
 
