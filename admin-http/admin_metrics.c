@@ -746,14 +746,18 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "# TYPE quire_bookie_spare_zeroed_bytes_total counter\n"
             "quire_bookie_spare_zeroed_bytes_total %llu\n"
             "# HELP quire_bookie_spare_files_taken_total Journal files and direct entry logs that "
-            "were zeroed spares.\n"
+            "were spares (zeroed, or an entry log GC removed).\n"
             "# TYPE quire_bookie_spare_files_taken_total counter\n"
             "quire_bookie_spare_files_taken_total{kind=\"journal\"} %llu\n"
-            "quire_bookie_spare_files_taken_total{kind=\"direct\"} %llu\n",
+            "quire_bookie_spare_files_taken_total{kind=\"direct\"} %llu\n"
+            "# HELP quire_bookie_spare_logs_reused_total Entry logs GC removed and kept as the "
+            "direct logs' spare instead of freeing their blocks.\n"
+            "# TYPE quire_bookie_spare_logs_reused_total counter\n"
+            "quire_bookie_spare_logs_reused_total %llu\n",
             (unsigned long long)st.direct_syncs, (double)st.direct_sync_us_total / 1e6,
             (unsigned long long)st.direct_bytes, (unsigned long long)st.spare_zeroed_bytes,
-            (unsigned long long)st.spares_taken_journal,
-            (unsigned long long)st.spares_taken_direct);
+            (unsigned long long)st.spares_taken_journal, (unsigned long long)st.spares_taken_direct,
+            (unsigned long long)st.spare_logs_reused);
     fprintf(f,
             "# HELP bookie_SERVER_STATUS 1 while the bookie takes adds, 0 while read-only "
             "(disk usage at its mark, or an I/O error).\n"

@@ -1153,6 +1153,7 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->spare_zeroed_bytes = ss.zeroed_bytes;
     out->spares_taken_journal = ss.taken[SPARE_JOURNAL];
     out->spares_taken_direct = ss.taken[SPARE_DIRECT];
+    out->spare_logs_reused = ss.reused;
 }
 
 bool bookie_writable(const bookie_t *bk)

@@ -220,6 +220,7 @@ typedef struct bookie_stats {
     uint64_t spare_zeroed_bytes;   /* zeros written into spare files (spare.h) */
     uint64_t spares_taken_journal; /* journal files that were spares */
     uint64_t spares_taken_direct;  /* direct entry logs that were spares */
+    uint64_t spare_logs_reused;    /* logs GC removed, kept as the direct spare */
 } bookie_stats_t;
 /* Loop thread (the caches' sizes are the loop's). */
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);

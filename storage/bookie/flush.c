@@ -525,8 +525,12 @@ void gc_trash_sweep(const char *ldir)
 
 /* Removes the log from the table and from the directory at once (renamed to
  * <id>.log.del, which no open loads and every open deletes: bookie.c), then
- * frees its blocks in the background. */
-static void gc_remove_log(bookie_t *bk, entry_log_t *log)
+ * frees its blocks in the background. A log with nothing live in it (reuse)
+ * may instead become the direct logs' spare file (spares_offer: renamed to
+ * spare.zero, which every open deletes too): its blocks are written over by
+ * the next direct log, none freed. Not a compacted log: a read that found its
+ * entries there just before the index moved them must still find them. */
+static void gc_remove_log(bookie_t *bk, entry_log_t *log, bool reuse)
 {
     uint32_t id = log->id;
     char path[PATH_MAX], trash[PATH_MAX + 8];
@@ -538,6 +542,8 @@ static void gc_remove_log(bookie_t *bk, entry_log_t *log)
     snprintf(path, sizeof path, "%s/%08" PRIx32 ".idx", bk->ldir, id);
     unlink(path);
     snprintf(path, sizeof path, "%s/%08" PRIx32 ".log", bk->ldir, id);
+    if (reuse && spares_offer(bk->spares, SPARE_DIRECT, path) == 0)
+        return;
     snprintf(trash, sizeof trash, "%s" GC_TRASH_SUFFIX, path);
     if (rename(path, trash) < 0) {
         if (unlink(path) < 0)
@@ -728,7 +734,7 @@ static int gc_compact_log(bookie_t *bk, entry_log_t *log)
              "gc: compacted entry log %08" PRIx32 ": %" PRIu64 " of %" PRIu64
              " bytes live, copied in %" PRIu64 " ms",
              log->id, copied, log->size, (clock_mono_us() - t0) / 1000);
-    gc_remove_log(bk, log);
+    gc_remove_log(bk, log, false);
     atomic_fetch_add(&bk->gc_logs_compacted, 1);
     return 0;
 }
@@ -805,7 +811,7 @@ int gc_run(bookie_t *bk, double threshold)
     pthread_mutex_unlock(&bk->lock);
     int rc = dead && comp ? 0 : -ENOMEM;
     for (uint32_t i = 0; i < ndead; i++) {
-        gc_remove_log(bk, dead[i]);
+        gc_remove_log(bk, dead[i], true);
         atomic_fetch_add(&bk->gc_logs_removed, 1);
         gc_yield_to_flush(bk);
     }

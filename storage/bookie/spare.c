@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +63,7 @@ struct spares {
     uint8_t *zeros; /* SPARE_CHUNK_BYTES, aligned; while zeroing */
     uint32_t align;
     uint64_t zeroed_bytes;
+    uint64_t reused;
     uint64_t backoff_until_us;
 };
 
@@ -410,6 +412,40 @@ int spares_take(spares_t *s, spare_kind_t k, const char *path, uint64_t *zeroed)
     return rc;
 }
 
+int spares_offer(spares_t *s, spare_kind_t k, const char *path)
+{
+    if (!s || k != SPARE_DIRECT)
+        return -EBUSY;
+    spare_t *p = &s->k[k];
+    pthread_mutex_lock(&s->mu);
+    int rc = s->stop || s->paused || p->no_direct || p->fd >= 0 ? -EBUSY : 0;
+    struct stat st;
+    if (rc == 0 && stat(path, &st) < 0)
+        rc = -errno;
+    if (rc == 0 && ((uint64_t)st.st_size > s->cfg.size[k] || st.st_size < SPARE_CHUNK_BYTES))
+        rc = -EBUSY; /* a larger file than the kind's, or too small to matter */
+    uint32_t align = 0;
+    int fd = rc == 0 ? bk_open_direct(path, O_WRONLY, &align) : -1;
+    if (rc == 0 && (fd < 0 || align > SPARE_CHUNK_BYTES))
+        rc = -EBUSY;
+    if (rc == 0 && rename(path, p->path) < 0)
+        rc = -errno;
+    if (rc == 0) {
+        p->fd = fd;
+        fd = -1;
+        p->align = align;
+        p->zeroed = p->synced = (uint64_t)st.st_size / align * align;
+        spare_note_ready(s, p, k);
+        s->reused++;
+        log_info("bookie", "%s kept as the spare %s (%" PRIu64 " MiB written before)", path,
+                 p->path, p->zeroed >> 20);
+    }
+    if (fd >= 0)
+        close(fd);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 void spares_get_stats(spares_t *s, spare_stats_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -419,5 +455,6 @@ void spares_get_stats(spares_t *s, spare_stats_t *out)
     out->zeroed_bytes = s->zeroed_bytes;
     for (int i = 0; i < SPARE_KINDS; i++)
         out->taken[i] = s->k[i].taken;
+    out->reused = s->reused;
     pthread_mutex_unlock(&s->mu);
 }

@@ -921,6 +921,92 @@ static void test_spares_not_zeroed_under_load(void)
     free(dir);
 }
 
+/* A direct log GC removes with nothing live in it becomes the direct spare
+ * instead of being freed (one at a time: a second is freed), and the next
+ * direct log is that file written over: every entry reads back, also after a
+ * crash, which cuts the old bytes after the last record; above the disk's low
+ * mark GC frees such logs as before. */
+static void test_gc_log_reused_as_spare(void)
+{
+    char *dir = bt_dir("bk-reuse");
+    bookie_config_t cfg;
+    dt_spare_config(&cfg, dir);
+    cfg.spare_idle_ms = 3600u * 1000; /* never idle: the only spare is a reused log */
+    cfg.flush_interval_ms = 20;
+    bookie_t *bk = bt_open(&cfg);
+    int64_t e1 = 0, e2 = 0;
+    while (bt_count_files(dir, "ledgers", ".log", NULL, 0) < 4 && e1 < 2000) {
+        TEST_REQUIRE(bt_add(bk, 1, e1, e1 - 1, DT_LARGE) == 0);
+        e1++;
+    }
+    TEST_REQUIRE(bt_add(bk, 2, e2, e2 - 1, DT_LARGE) == 0); /* keeps the current log live */
+    e2++;
+    CU_ASSERT_EQUAL(bt_delete(bk, 1), 0);
+    test_run_for(bt_loop, 0.3); /* checkpoints past the sealed logs */
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.spare_logs_reused, 1);
+    CU_ASSERT_TRUE(st.gc_logs_removed >= 3);
+    CU_ASSERT_EQUAL(st.spare_zeroed_bytes, 0);
+    char spath[4096];
+    snprintf(spath, sizeof spath, "%s/ledgers/%s", dir, SPARE_FILE_NAME);
+    TEST_REQUIRE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
+    uint64_t spare_size = dt_file_size(spath);
+    CU_ASSERT_TRUE(spare_size > cfg.entry_log_size_bytes / 2);
+    uint64_t taken = st.spares_taken_direct;
+    while (st.spares_taken_direct == taken && e2 < 2000) { /* until the log rolls to it */
+        TEST_REQUIRE(bt_add(bk, 2, e2, e2 - 1, DT_LARGE) == 0);
+        e2++;
+        bookie_get_stats(bk, &st);
+    }
+    CU_ASSERT_EQUAL(st.spares_taken_direct, taken + 1);
+    CU_ASSERT_FALSE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
+    for (int i = 0; i < 5; i++, e2++) /* records over the old file's */
+        TEST_REQUIRE(bt_add(bk, 2, e2, e2 - 1, DT_LARGE) == 0);
+    uint32_t cur = bk->direct.cur->id;
+    uint64_t cur_end = bk->direct.wr_off;
+    char lpath[4096];
+    snprintf(lpath, sizeof lpath, "%s/ledgers/%08x.log", dir, cur);
+    CU_ASSERT_TRUE(dt_file_size(lpath) >= spare_size); /* its old bytes after the records */
+    int bad = 0;
+    for (int64_t e = 0; e < e2; e++)
+        bad += bt_verify(bk, 2, e, DT_LARGE) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_test_abandon(bk); /* crash */
+
+    bk = bt_open(&cfg);
+    CU_ASSERT_EQUAL(dt_file_size(lpath), cur_end); /* cut at its last record */
+    for (int64_t e = 0; e < e2; e++)
+        bad += bt_verify(bk, 2, e, DT_LARGE) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(bt_read(bk, 1, 0, NULL, NULL), QE_NO_LEDGER);
+    CU_ASSERT_EQUAL(bt_add(bk, 2, e2, e2 - 1, DT_LARGE), 0);
+    e2++;
+    /* above the low mark: GC frees what it removes, as before */
+    for (int64_t e = 0; e < 300; e++) /* about three logs' worth */
+        TEST_REQUIRE(bt_add(bk, 3, e, e - 1, DT_LARGE) == 0);
+    TEST_REQUIRE(bt_add(bk, 2, e2, e2 - 1, DT_LARGE) == 0); /* the current log stays live */
+    e2++;
+    bookie_test_disk_usage(bk, 0.92);
+    CU_ASSERT_EQUAL(bt_delete(bk, 3), 0);
+    test_run_for(bt_loop, 0.3);
+    bookie_get_stats(bk, &st);
+    uint64_t removed = st.gc_logs_removed;
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_TRUE(st.gc_logs_removed > removed);
+    CU_ASSERT_EQUAL(st.spare_logs_reused, 0); /* counted since this open */
+    CU_ASSERT_FALSE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
+    bookie_test_disk_usage(bk, 0.5);
+    for (int64_t e = 0; e < e2; e++)
+        bad += bt_verify(bk, 2, e, DT_LARGE) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* A file system that refuses O_DIRECT, at open or at the first write: the
  * journal and the direct logs are written buffered, no spare is made (their
  * zeros are written with O_DIRECT only), every entry is back after a crash
@@ -1028,6 +1114,8 @@ void bookie_direct_register(void)
     CU_add_test(s, "spares left by an earlier run removed; none above the disk's low mark",
                 test_spares_left_and_disk_mark);
     CU_add_test(s, "spares zeroed only while the bookie idles", test_spares_not_zeroed_under_load);
+    CU_add_test(s, "a log GC removes kept as the direct spare, written over; crash",
+                test_gc_log_reused_as_spare);
     CU_add_test(s, "O_DIRECT refused at open: buffered journal and logs, no spares",
                 test_odirect_refused_at_open);
     CU_add_test(s, "O_DIRECT refused at the first write: buffered from there",
