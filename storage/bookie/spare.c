@@ -398,7 +398,7 @@ int spares_take(spares_t *s, spare_kind_t k, const char *path, uint64_t *zeroed)
         rc = -errno;
     if (rc == 0) {
         *zeroed = p->zeroed;
-        log_info("bookie", "%s: a spare with %" PRIu64 " MiB of zeros", path, p->zeroed >> 20);
+        log_info("bookie", "%s: a spare with %" PRIu64 " MiB written ahead", path, p->zeroed >> 20);
         spare_release_fd(p);
         p->zeroed = p->synced = 0;
         atomic_store(&p->ready, false);
