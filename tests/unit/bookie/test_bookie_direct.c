@@ -1007,6 +1007,37 @@ static void test_gc_log_reused_as_spare(void)
     free(dir);
 }
 
+/* A log GC compacts is freed, never kept as the spare: a read may still be
+ * fetching an entry from it that the index has just moved. */
+static void test_compacted_log_not_reused(void)
+{
+    char *dir = bt_dir("bk-noreuse");
+    bookie_config_t cfg;
+    dt_spare_config(&cfg, dir);
+    cfg.spare_idle_ms = 3600u * 1000; /* no zeros: no spare but a reused log */
+    cfg.flush_interval_ms = 20;
+    bookie_t *bk = bt_open(&cfg);
+    int64_t e = 0;
+    for (; e < 80; e++) /* ledger 10: most of the first log, deleted */
+        TEST_REQUIRE(bt_add(bk, 10, e, e - 1, DT_LARGE) == 0);
+    TEST_REQUIRE(bt_add(bk, 11, 0, -1, DT_LARGE) == 0); /* live: the log is compacted */
+    for (int64_t k = 0; k < 150; k++)                   /* ledger 12 (live): the first log sealed */
+        TEST_REQUIRE(bt_add(bk, 12, k, k - 1, DT_LARGE) == 0);
+    CU_ASSERT_EQUAL(bt_delete(bk, 10), 0);
+    test_run_for(bt_loop, 0.3); /* checkpoints past the sealed logs */
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_TRUE(st.gc_logs_compacted >= 1);
+    CU_ASSERT_EQUAL(st.gc_logs_removed, 0);
+    CU_ASSERT_EQUAL(st.spare_logs_reused, 0);
+    CU_ASSERT_FALSE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
+    CU_ASSERT_EQUAL(bt_verify(bk, 11, 0, DT_LARGE), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* A file system that refuses O_DIRECT, at open or at the first write: the
  * journal and the direct logs are written buffered, no spare is made (their
  * zeros are written with O_DIRECT only), every entry is back after a crash
@@ -1116,6 +1147,8 @@ void bookie_direct_register(void)
     CU_add_test(s, "spares zeroed only while the bookie idles", test_spares_not_zeroed_under_load);
     CU_add_test(s, "a log GC removes kept as the direct spare, written over; crash",
                 test_gc_log_reused_as_spare);
+    CU_add_test(s, "a log GC compacts is freed, not kept as the spare",
+                test_compacted_log_not_reused);
     CU_add_test(s, "O_DIRECT refused at open: buffered journal and logs, no spares",
                 test_odirect_refused_at_open);
     CU_add_test(s, "O_DIRECT refused at the first write: buffered from there",
