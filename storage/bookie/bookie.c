@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -700,6 +701,8 @@ static void bookie_read_work(void *p)
     elog_read_t recs[BOOKIE_READ_RUN_MAX];
     read_job_t *jobs[BOOKIE_READ_RUN_MAX];
     size_t n = 0;
+    for (int i = 0; atomic_load(&head->bk->test_hold_reads) && i < 10000; i++)
+        nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
     for (read_job_t *j = head; j; j = j->chain) {
         uint64_t offset = j->loc.offset;
         uint32_t length = j->loc.length;
@@ -1675,6 +1678,11 @@ static void bookie_write_summaries(bookie_t *bk)
                  "index summaries of %u entry logs written (%" PRIu64 " runs), %u not,"
                  " in %.1f ms",
                  written, nruns, failed, (double)(clock_mono_ns() - t0) / 1e6);
+}
+
+void bookie_test_hold_reads(bookie_t *bk, bool hold)
+{
+    atomic_store(&bk->test_hold_reads, hold);
 }
 
 void bookie_test_abandon(bookie_t *bk)

@@ -150,6 +150,7 @@ struct bookie {
     uint64_t meta_size, meta_records;
     bool meta_rewrite; /* tombstones collected: rewrite ledgers.meta */
     atomic_int flush_failed;
+    atomic_bool test_hold_reads; /* bookie_test_hold_reads */
     atomic_uint_fast64_t gc_passes, gc_logs_removed, gc_logs_compacted, gc_compacted_bytes;
 };
 
@@ -191,5 +192,8 @@ void bookie_test_disk_usage(bookie_t *bk, double usage);
 /* Closes like a crash after the last acknowledgement: threads stopped and
  * memory freed, but no final flush or checkpoint (the journal must replay). */
 void bookie_test_abandon(bookie_t *bk);
+/* While held, reads given to the reader threads wait before touching their
+ * log (each for at most 10 s): a read in flight across what a test does. */
+void bookie_test_hold_reads(bookie_t *bk, bool hold);
 
 #endif

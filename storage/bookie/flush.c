@@ -529,21 +529,68 @@ void gc_trash_sweep(const char *ldir)
  * may instead become the direct logs' spare file (spares_offer: renamed to
  * spare.zero, which every open deletes too): its blocks are written over by
  * the next direct log, none freed. Not a compacted log: a read that found its
- * entries there just before the index moved them must still find them. */
-static void gc_remove_log(bookie_t *bk, entry_log_t *log, bool reuse)
+ * entries there just before the index moved them must still find them.
+ * Either way, reads already given the log finish first (gc_release_log). */
+static void gc_yield_to_flush(bookie_t *bk);
+
+/* Reads given to the readers before the log left the table hold it (refs)
+ * and read its descriptors; GC waits this long for them before it cuts,
+ * renames or reuses the file under them. */
+#define GC_READS_WAIT_MS 10000
+
+/* Drops the table's hold on log, then waits until no read holds it (running
+ * any flush asked for meanwhile). False when the flush thread is stopping
+ * first: the loop that completes the reads waits for this thread then. */
+static bool gc_release_log(bookie_t *bk, entry_log_t *log)
+{
+    uint32_t id = log->id;
+    pthread_mutex_lock(&bk->lock);
+    log->refs++; /* GC's own, so that the log is not freed under the wait */
+    log_table_remove(&bk->logs, log);
+    uint32_t reads = log->refs - 1;
+    pthread_mutex_unlock(&bk->lock);
+    uint64_t t0 = clock_mono_us();
+    bool stop = false;
+    while (reads > 0 && !stop && clock_mono_us() - t0 < GC_READS_WAIT_MS * 1000u) {
+        nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+        gc_yield_to_flush(bk);
+        pthread_mutex_lock(&bk->flock);
+        stop = bk->flusher_stopping;
+        pthread_mutex_unlock(&bk->flock);
+        pthread_mutex_lock(&bk->lock);
+        reads = log->refs - 1;
+        pthread_mutex_unlock(&bk->lock);
+    }
+    pthread_mutex_lock(&bk->lock);
+    reads = log->refs - 1;
+    entry_log_unref(log); /* log may be freed here */
+    pthread_mutex_unlock(&bk->lock);
+    if (reads > 0 && !stop)
+        log_warn("bookie",
+                 "gc: %u reads of entry log %08" PRIx32 " still in flight after %d ms;"
+                 " removing it anyway",
+                 reads, id, GC_READS_WAIT_MS);
+    return !(reads > 0 && stop);
+}
+
+static int gc_remove_log(bookie_t *bk, entry_log_t *log, bool reuse)
 {
     uint32_t id = log->id;
     char path[PATH_MAX], trash[PATH_MAX + 8];
-    pthread_mutex_lock(&bk->lock);
-    log_table_remove(&bk->logs, log); /* log may be freed here */
-    pthread_mutex_unlock(&bk->lock);
+    if (!gc_release_log(bk, log)) {
+        /* as after a crash before the removal: the pass collects no tombstone */
+        log_info("bookie",
+                 "gc: entry log %08" PRIx32 " left for the next open (reads in flight at close)",
+                 id);
+        return QE_SHUTDOWN;
+    }
     snprintf(path, sizeof path, "%s/%08" PRIx32 ".sum", bk->ldir, id);
     unlink(path);
     snprintf(path, sizeof path, "%s/%08" PRIx32 ".idx", bk->ldir, id);
     unlink(path);
     snprintf(path, sizeof path, "%s/%08" PRIx32 ".log", bk->ldir, id);
     if (reuse && spares_offer(bk->spares, SPARE_DIRECT, path) == 0)
-        return;
+        return 0;
     snprintf(trash, sizeof trash, "%s" GC_TRASH_SUFFIX, path);
     if (rename(path, trash) < 0) {
         if (unlink(path) < 0)
@@ -568,6 +615,7 @@ static void gc_remove_log(bookie_t *bk, entry_log_t *log, bool reuse)
         }
     }
     log_info("bookie", "gc: removed entry log %s", path);
+    return 0;
 }
 
 /* Moves the index of the copied records (where it still points at the old). */
@@ -734,9 +782,10 @@ static int gc_compact_log(bookie_t *bk, entry_log_t *log)
              "gc: compacted entry log %08" PRIx32 ": %" PRIu64 " of %" PRIu64
              " bytes live, copied in %" PRIu64 " ms",
              log->id, copied, log->size, (clock_mono_us() - t0) / 1000);
-    gc_remove_log(bk, log, false);
-    atomic_fetch_add(&bk->gc_logs_compacted, 1);
-    return 0;
+    rc = gc_remove_log(bk, log, false);
+    if (rc == 0)
+        atomic_fetch_add(&bk->gc_logs_compacted, 1);
+    return rc;
 }
 
 /* False for a direct log the journal may still reference; unpins it once
@@ -811,8 +860,11 @@ int gc_run(bookie_t *bk, double threshold)
     pthread_mutex_unlock(&bk->lock);
     int rc = dead && comp ? 0 : -ENOMEM;
     for (uint32_t i = 0; i < ndead; i++) {
-        gc_remove_log(bk, dead[i], true);
-        atomic_fetch_add(&bk->gc_logs_removed, 1);
+        int grc = gc_remove_log(bk, dead[i], true);
+        if (grc == 0)
+            atomic_fetch_add(&bk->gc_logs_removed, 1);
+        else if (rc == 0)
+            rc = grc;
         gc_yield_to_flush(bk);
     }
     if (ncomp)

@@ -744,6 +744,93 @@ static void test_compaction_keeps_live_entries(void)
     free(dir);
 }
 
+/* A read located in an entry log just before GC removes the log (held on its
+ * reader thread across the GC pass) reads the log as it was: GC waits for the
+ * reads in flight before it cuts or reuses the file. First a compaction (the
+ * entry live, moved meanwhile: the read must succeed), then a log with nothing
+ * live (the ledger deleted meanwhile: the read says so, not "corrupt"). */
+static void test_gc_waits_for_reads_in_flight(void)
+{
+    char *dir = bt_dir("bk-gc-reads");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    char before[4096];
+    bookie_t *bk = compaction_setup(&cfg, before, sizeof before);
+    bookie_test_hold_reads(bk, true);
+    bt_res_t rd = {0}, gc = {0};
+    CU_ASSERT_EQUAL(bookie_read(bk, 11, 3, bt_read_cb, &rd), 0);
+    CU_ASSERT_EQUAL(bookie_gc_now(bk, bt_done_cb, &gc), 0);
+    bookie_stats_t st = stats_wait(bk, st_compacted_bytes, 10 * 3000);
+    test_run_for(bt_loop, 0.3); /* what GC does after its copies */
+    CU_ASSERT_FALSE(rd.done);
+    bookie_test_hold_reads(bk, false);
+    TEST_REQUIRE(test_run_until(bt_loop, &rd.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(rd.rc, 0);
+    CU_ASSERT_TRUE(bt_check(11, 3, rd.buf, 3000));
+    qbuf_unref(rd.buf);
+    TEST_REQUIRE(test_run_until(bt_loop, &gc.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(gc.rc, 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    CU_ASSERT_EQUAL(bt_verify(bk, 11, 3, 3000), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+
+    bt_config(&cfg, dir);
+    bk = log_of_two_ledgers(&cfg, bt_open(&cfg), 20, 50, 21, 50);
+    bookie_test_hold_reads(bk, true);
+    rd = (bt_res_t){0};
+    gc = (bt_res_t){0};
+    CU_ASSERT_EQUAL(bookie_read(bk, 20, 7, bt_read_cb, &rd), 0);
+    CU_ASSERT_EQUAL(bt_delete(bk, 20), 0);
+    CU_ASSERT_EQUAL(bt_delete(bk, 21), 0);
+    CU_ASSERT_EQUAL(bookie_gc_now(bk, bt_done_cb, &gc), 0);
+    test_run_for(bt_loop, 0.3);
+    CU_ASSERT_FALSE(rd.done);
+    bookie_test_hold_reads(bk, false);
+    TEST_REQUIRE(test_run_until(bt_loop, &rd.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(rd.rc, QE_NO_LEDGER);
+    CU_ASSERT_PTR_NULL(rd.buf);
+    TEST_REQUIRE(test_run_until(bt_loop, &gc.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(gc.rc, 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_removed, 1);
+    bookie_close(bk);
+    test_rm_rf(dir);
+
+    /* Closed while GC waits for such a read: the close does not wait for it
+     * (the loop that completes reads is the one closing), the log's files
+     * stay for the next open, every entry reads back, and GC then compacts it. */
+    bt_config(&cfg, dir);
+    bk = compaction_setup(&cfg, before, sizeof before);
+    bookie_test_hold_reads(bk, true);
+    rd = (bt_res_t){0};
+    gc = (bt_res_t){0};
+    CU_ASSERT_EQUAL(bookie_read(bk, 11, 4, bt_read_cb, &rd), 0);
+    CU_ASSERT_EQUAL(bookie_gc_now(bk, bt_done_cb, &gc), 0);
+    stats_wait(bk, st_compacted_bytes, 10 * 3000);
+    test_run_for(bt_loop, 0.1);
+    bookie_test_hold_reads(bk, false);
+    uint64_t t0 = clock_mono_us();
+    bookie_close(bk);
+    CU_ASSERT_TRUE(clock_mono_us() - t0 < 5 * 1000 * 1000);
+    CU_ASSERT_TRUE(rd.done && gc.done);
+    qbuf_unref(rd.buf);
+    CU_ASSERT_EQUAL(access(before, F_OK), 0);
+    bk = bt_open(&cfg);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
+    CU_ASSERT_EQUAL(bt_read(bk, 10, 0, NULL, NULL), QE_NO_LEDGER); /* still deleted */
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    CU_ASSERT_NOT_EQUAL(access(before, F_OK), 0);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
+    CU_ASSERT_EQUAL(bt_read(bk, 10, 0, NULL, NULL), QE_NO_LEDGER);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* A paced compaction (1 byte a second: it waits after its first step for as
  * long as the test lasts) does not hold back the flushes that adds need
  * meanwhile, and closing the bookie stops it between steps: the log is kept,
@@ -1706,6 +1793,8 @@ static void register_suites(void)
     CU_add_test(s, "lac and last entry", test_lac_and_last_entry);
     CU_add_test(s, "delete + gc removes the log", test_delete_and_gc_removes_log);
     CU_add_test(s, "compaction keeps live entries", test_compaction_keeps_live_entries);
+    CU_add_test(s, "GC waits for the reads in flight in a log it removes",
+                test_gc_waits_for_reads_in_flight);
     CU_add_test(s, "compaction paced: flushes go on, close stops it", test_compaction_paced);
     CU_add_test(s, "compaction waits for its schedule", test_compaction_waits_for_schedule);
     CU_add_test(s, "minor and major compactions", test_compaction_minor_and_major);
