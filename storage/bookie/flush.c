@@ -528,9 +528,9 @@ void gc_trash_sweep(const char *ldir)
  * frees its blocks in the background. A log with nothing live in it (reuse)
  * may instead become the direct logs' spare file (spares_offer: renamed to
  * spare.zero, which every open deletes too): its blocks are written over by
- * the next direct log, none freed. Not a compacted log: a read that found its
- * entries there just before the index moved them must still find them.
- * Either way, reads already given the log finish first (gc_release_log). */
+ * the next direct log, none freed; a compacted one too (its live records
+ * copied and the index moved to the copies). Either way, reads already given
+ * the log finish first (gc_release_log): none is given it after. */
 static void gc_yield_to_flush(bookie_t *bk);
 
 /* Reads given to the readers before the log left the table hold it (refs)
@@ -782,7 +782,7 @@ static int gc_compact_log(bookie_t *bk, entry_log_t *log)
              "gc: compacted entry log %08" PRIx32 ": %" PRIu64 " of %" PRIu64
              " bytes live, copied in %" PRIu64 " ms",
              log->id, copied, log->size, (clock_mono_us() - t0) / 1000);
-    rc = gc_remove_log(bk, log, false);
+    rc = gc_remove_log(bk, log, true);
     if (rc == 0)
         atomic_fetch_add(&bk->gc_logs_compacted, 1);
     return rc;

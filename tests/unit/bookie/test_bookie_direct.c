@@ -1007,11 +1007,35 @@ static void test_gc_log_reused_as_spare(void)
     free(dir);
 }
 
-/* A log GC compacts is freed, never kept as the spare: a read may still be
- * fetching an entry from it that the index has just moved. */
-static void test_compacted_log_not_reused(void)
+typedef struct dt_one {
+    bool done;
+    int rc;
+    qbuf_t *buf;
+} dt_one_t;
+
+static void dt_one_cb(int rc, int64_t l, int64_t e, qbuf_t *entry, int64_t lac, void *arg)
 {
-    char *dir = bt_dir("bk-noreuse");
+    (void)l, (void)e, (void)lac;
+    dt_one_t *r = arg;
+    r->rc = rc;
+    r->buf = entry ? qbuf_ref(entry) : NULL;
+    r->done = true;
+}
+
+static void dt_one_done_cb(int rc, void *arg)
+{
+    dt_one_t *r = arg;
+    r->rc = rc;
+    r->done = true;
+}
+
+/* A log GC compacts becomes the spare too, once a read that found an entry
+ * in it before the index moved (held across the pass) is done: the read gets
+ * the entry, the next direct log is that file written over, and every entry
+ * reads back, also after a crash. */
+static void test_compacted_log_reused(void)
+{
+    char *dir = bt_dir("bk-compreuse");
     bookie_config_t cfg;
     dt_spare_config(&cfg, dir);
     cfg.spare_idle_ms = 3600u * 1000; /* no zeros: no spare but a reused log */
@@ -1021,18 +1045,51 @@ static void test_compacted_log_not_reused(void)
     for (; e < 80; e++) /* ledger 10: most of the first log, deleted */
         TEST_REQUIRE(bt_add(bk, 10, e, e - 1, DT_LARGE) == 0);
     TEST_REQUIRE(bt_add(bk, 11, 0, -1, DT_LARGE) == 0); /* live: the log is compacted */
-    for (int64_t k = 0; k < 150; k++)                   /* ledger 12 (live): the first log sealed */
-        TEST_REQUIRE(bt_add(bk, 12, k, k - 1, DT_LARGE) == 0);
+    int64_t n12 = 0;
+    for (; n12 < 150; n12++) /* ledger 12 (live): the first log sealed */
+        TEST_REQUIRE(bt_add(bk, 12, n12, n12 - 1, DT_LARGE) == 0);
     CU_ASSERT_EQUAL(bt_delete(bk, 10), 0);
     test_run_for(bt_loop, 0.3); /* checkpoints past the sealed logs */
-    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    bookie_test_hold_reads(bk, true);
+    dt_one_t rd = {0}, gc = {0};
+    CU_ASSERT_EQUAL(bookie_read(bk, 11, 0, dt_one_cb, &rd), 0);
+    CU_ASSERT_EQUAL(bookie_gc_now(bk, dt_one_done_cb, &gc), 0);
+    test_run_for(bt_loop, 0.5);
+    CU_ASSERT_FALSE(rd.done); /* from the disk, held */
+    CU_ASSERT_FALSE(gc.done); /* waiting for it */
+    bookie_test_hold_reads(bk, false);
+    TEST_REQUIRE(test_run_until(bt_loop, &rd.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(rd.rc, 0);
+    CU_ASSERT_TRUE(bt_check(11, 0, rd.buf, DT_LARGE));
+    qbuf_unref(rd.buf);
+    TEST_REQUIRE(test_run_until(bt_loop, &gc.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(gc.rc, 0);
     bookie_stats_t st;
     bookie_get_stats(bk, &st);
     CU_ASSERT_TRUE(st.gc_logs_compacted >= 1);
     CU_ASSERT_EQUAL(st.gc_logs_removed, 0);
-    CU_ASSERT_EQUAL(st.spare_logs_reused, 0);
-    CU_ASSERT_FALSE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
-    CU_ASSERT_EQUAL(bt_verify(bk, 11, 0, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(st.spare_logs_reused, 1);
+    CU_ASSERT_TRUE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
+    uint64_t taken = st.spares_taken_direct;
+    while (st.spares_taken_direct == taken && n12 < 2000) { /* until the log rolls to it */
+        TEST_REQUIRE(bt_add(bk, 12, n12, n12 - 1, DT_LARGE) == 0);
+        n12++;
+        bookie_get_stats(bk, &st);
+    }
+    CU_ASSERT_EQUAL(st.spares_taken_direct, taken + 1);
+    for (int i = 0; i < 5; i++, n12++) /* records over the old file's */
+        TEST_REQUIRE(bt_add(bk, 12, n12, n12 - 1, DT_LARGE) == 0);
+    int bad = bt_verify(bk, 11, 0, DT_LARGE) != 0;
+    for (int64_t k = 0; k < n12; k++)
+        bad += bt_verify(bk, 12, k, DT_LARGE) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_test_abandon(bk); /* crash */
+    bk = bt_open(&cfg);
+    bad = bt_verify(bk, 11, 0, DT_LARGE) != 0;
+    for (int64_t k = 0; k < n12; k++)
+        bad += bt_verify(bk, 12, k, DT_LARGE) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(bt_read(bk, 10, 0, NULL, NULL), QE_NO_LEDGER);
     bookie_close(bk);
     test_rm_rf(dir);
     free(dir);
@@ -1147,8 +1204,8 @@ void bookie_direct_register(void)
     CU_add_test(s, "spares zeroed only while the bookie idles", test_spares_not_zeroed_under_load);
     CU_add_test(s, "a log GC removes kept as the direct spare, written over; crash",
                 test_gc_log_reused_as_spare);
-    CU_add_test(s, "a log GC compacts is freed, not kept as the spare",
-                test_compacted_log_not_reused);
+    CU_add_test(s, "a log GC compacts kept as the spare once its reads are done",
+                test_compacted_log_reused);
     CU_add_test(s, "O_DIRECT refused at open: buffered journal and logs, no spares",
                 test_odirect_refused_at_open);
     CU_add_test(s, "O_DIRECT refused at the first write: buffered from there",
