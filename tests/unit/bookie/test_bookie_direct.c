@@ -1095,6 +1095,93 @@ static void test_compacted_log_reused(void)
     free(dir);
 }
 
+/* A file of n bytes (not zeros) at dir/sub/name. */
+static void dt_make_file(const char *dir, const char *sub, const char *name, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/%s", dir, sub, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    TEST_REQUIRE(fd >= 0);
+    char b[4096];
+    memset(b, 0x5a, sizeof b);
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < sizeof b ? n - done : sizeof b;
+        TEST_REQUIRE(write(fd, b, k) == (ssize_t)k);
+        done += k;
+    }
+    close(fd);
+}
+
+static int dt_offer(spares_t *sp, spare_kind_t k, const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ledgers/%s", dir, name);
+    return spares_offer(sp, k, path);
+}
+
+/* What spares_offer takes (spare.h): a file of the direct kind, at most a
+ * direct log's size and at least a chunk, when there is no spare file, the
+ * spares are not paused and the directory takes O_DIRECT; anything else is
+ * refused and left where it is (GC then frees it). */
+static void test_spare_offer_limits(void)
+{
+    char *dir = bt_dir("bk-offer");
+    char sub[4096];
+    snprintf(sub, sizeof sub, "%s/ledgers", dir);
+    TEST_REQUIRE(mkdir(sub, 0755) == 0);
+    if (!bt_fs_takes_odirect(sub)) { /* nothing is ever offered there */
+        test_rm_rf(dir);
+        free(dir);
+        return;
+    }
+    spare_config_t sc = {.dir = {sub, sub},
+                         .size = {4u << 20, 4u << 20},
+                         .rate_bytes_per_s = 1u << 20,
+                         .idle_us = 3600ull * 1000 * 1000}; /* never zeroes: only offers */
+    spares_t *sp = NULL;
+    TEST_REQUIRE(spares_start(&sc, &sp) == 0);
+    dt_make_file(dir, "ledgers", "big.log", (4u << 20) + 4096);
+    dt_make_file(dir, "ledgers", "small.log", SPARE_CHUNK_BYTES - 4096);
+    dt_make_file(dir, "ledgers", "a.log", (3u << 20) + 1000);
+    dt_make_file(dir, "ledgers", "b.log", 4u << 20);
+    CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "big.log"), -EBUSY);
+    CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "small.log"), -EBUSY);
+    CU_ASSERT_EQUAL(dt_offer(sp, SPARE_JOURNAL, dir, "a.log"), -EBUSY);
+    CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "none.log"), -ENOENT);
+    spares_set_paused(sp, true);
+    CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "a.log"), -EBUSY);
+    spares_set_paused(sp, false);
+    bk_io_test_refuse_direct(BK_IO_REFUSE_DIRECT_OPEN);
+    CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "a.log"), -EBUSY);
+    bk_io_test_refuse_direct(0);
+    CU_ASSERT_TRUE(dt_exists(dir, "ledgers", "big.log") && dt_exists(dir, "ledgers", "small.log") &&
+                   dt_exists(dir, "ledgers", "a.log"));
+    CU_ASSERT_FALSE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
+
+    CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "a.log"), 0);
+    CU_ASSERT_FALSE(dt_exists(dir, "ledgers", "a.log"));
+    CU_ASSERT_TRUE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
+    CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "b.log"), -EBUSY); /* one spare at a time */
+    CU_ASSERT_FALSE(spares_ready(sp, SPARE_DIRECT)); /* 3 MiB: neither a whole log nor 64 MiB */
+    char taken[4096 + 16];
+    snprintf(taken, sizeof taken, "%s/00000009.log", sub);
+    uint64_t zeroed = 0;
+    CU_ASSERT_EQUAL(spares_take(sp, SPARE_DIRECT, taken, &zeroed), 0);
+    CU_ASSERT_EQUAL(zeroed, 3u << 20); /* its length, whole blocks */
+    CU_ASSERT_EQUAL(dt_file_size(taken), (3u << 20) + 1000);
+    CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "b.log"), 0); /* the spare was taken */
+    CU_ASSERT_TRUE(spares_ready(sp, SPARE_DIRECT)); /* a whole log: worth an early roll */
+    spare_stats_t st;
+    spares_get_stats(sp, &st);
+    CU_ASSERT_EQUAL(st.reused, 2);
+    CU_ASSERT_EQUAL(st.taken[SPARE_DIRECT], 1);
+    CU_ASSERT_EQUAL(st.zeroed_bytes, 0);
+    spares_stop(sp); /* removes the spare not taken */
+    CU_ASSERT_FALSE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* A file system that refuses O_DIRECT, at open or at the first write: the
  * journal and the direct logs are written buffered, no spare is made (their
  * zeros are written with O_DIRECT only), every entry is back after a crash
@@ -1204,6 +1291,7 @@ void bookie_direct_register(void)
     CU_add_test(s, "spares zeroed only while the bookie idles", test_spares_not_zeroed_under_load);
     CU_add_test(s, "a log GC removes kept as the direct spare, written over; crash",
                 test_gc_log_reused_as_spare);
+    CU_add_test(s, "spares_offer: what it takes, what it leaves", test_spare_offer_limits);
     CU_add_test(s, "a log GC compacts kept as the spare once its reads are done",
                 test_compacted_log_reused);
     CU_add_test(s, "O_DIRECT refused at open: buffered journal and logs, no spares",
