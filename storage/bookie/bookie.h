@@ -104,7 +104,7 @@ typedef struct bookie_config {
     uint32_t spare_idle_ms;
     /* While the journal writes and syncs a group of up to
      * IO_GATE_GROUP_BYTES_MAX, an O_DIRECT read of a large record starts only
-     * if fewer than IO_GATE_READS_DURING_WRITE are in flight, else waits for
+     * if fewer than IO_GATE_READS_DURING_WRITE (1) are in flight, else waits for
      * the group (or for one of them) at most this long (readYieldToJournalUs;
      * 1000; 0: reads never wait): catch-up reads queued on the disk ahead of
      * the journal's fdatasync delay every acknowledgement (io_gate.h). */
