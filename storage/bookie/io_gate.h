@@ -35,7 +35,8 @@
  * with O_DIRECT, reads in runs; six pairs of (f) alternating): 1 gave the
  * live producer a p99 of 3.38-4.38 ms against 3.63-10.9 with 2 (medians
  * 3.46, 4.17), p50 -10 %, for 4 % of the catch-up's rate (median 840 MB/s
- * against 877); 0 cost a fifth of the rate (docs/performance.md). */
+ * against 877; 15 % when (f) follows (a)-(e) on one server); 0 cost a fifth
+ * of the rate (docs/performance.md). */
 #define IO_GATE_READS_DURING_WRITE 1
 /* Groups of more bytes than this (journal and direct records) do not hold
  * reads back. (f)'s live groups are ~60 KB, (a)'s 4-5 MB. */
