@@ -69,16 +69,17 @@ bool spares_ready(spares_t *s, spare_kind_t k);
  * the caller creates its file as before), or -errno. */
 int spares_take(spares_t *s, spare_kind_t k, const char *path, uint64_t *zeroed);
 
-/* A file GC removes (an entry log with nothing live in it: its blocks written
- * and synced long ago) offered as the spare of kind k, instead of freeing its
- * blocks: a write over them needs no metadata at its fdatasync, as over
- * zeros, without writing any. Taken (renamed to the spare's name, its whole
- * length counted as zeroed) only when kind k has no spare file at all, the
- * spares are not paused, its directory takes O_DIRECT and the file is no
- * larger than a file of the kind; for SPARE_DIRECT only (a direct log's
- * records are found by reference and checksum, so what the old file held is
- * never read; a journal's would replay). 0 (the file is the spare now), or
- * -EBUSY / -errno (the caller frees it as before). */
+/* A file GC removes (an entry log with nothing live in it, or compacted, once
+ * the reads holding it are done: its blocks written and synced long ago)
+ * offered as the spare of kind k, instead of freeing its blocks: a write over
+ * them needs no metadata at its fdatasync, as over zeros, without writing
+ * any. Taken (renamed to the spare's name, its whole length counted as
+ * zeroed) only when kind k has no spare file at all, the spares are not
+ * paused, its directory takes O_DIRECT and the file is no larger than a file
+ * of the kind; for SPARE_DIRECT only (a direct log's records are found by
+ * reference and checksum, so what the old file held is never read; a
+ * journal's would replay). 0 (the file is the spare now), or -EBUSY / -errno
+ * (the caller frees it as before). */
 int spares_offer(spares_t *s, spare_kind_t k, const char *path);
 
 typedef struct spare_stats {

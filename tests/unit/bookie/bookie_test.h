@@ -25,6 +25,17 @@ bool bt_check(int64_t ledger_id, int64_t entry_id, const qbuf_t *b, size_t n);
 /* A small configuration for tests under dir. */
 void bt_config(bookie_config_t *cfg, const char *dir);
 
+/* What an asynchronous call's callback gave (bt_read_cb, bt_done_cb): a test
+ * that keeps a call in flight waits for done with test_run_until. */
+typedef struct bt_res {
+    volatile bool done;
+    int rc;
+    int64_t value; /* the LAC a read gave */
+    qbuf_t *buf;   /* a read's entry (a reference: the test unrefs) */
+} bt_res_t;
+void bt_read_cb(int rc, int64_t l, int64_t e, qbuf_t *entry, int64_t lac, void *arg);
+void bt_done_cb(int rc, void *arg);
+
 /* Synchronous wrappers: each returns the rc given to the callback (or the
  * call's own refusal), TEST_REQUIRE-ing that the callback came in time. */
 int bt_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, size_t n);

@@ -92,13 +92,6 @@ void bt_config(bookie_config_t *cfg, const char *dir)
     cfg->spare_zero_rate_bytes = 0;  /* tests that count files: no early rolls to spares */
 }
 
-typedef struct bt_res {
-    volatile bool done;
-    int rc;
-    int64_t value;
-    qbuf_t *buf;
-} bt_res_t;
-
 static void bt_add_cb(int rc, int64_t l, int64_t e, void *arg)
 {
     (void)l;
@@ -108,7 +101,7 @@ static void bt_add_cb(int rc, int64_t l, int64_t e, void *arg)
     r->done = true;
 }
 
-static void bt_read_cb(int rc, int64_t l, int64_t e, qbuf_t *entry, int64_t lac, void *arg)
+void bt_read_cb(int rc, int64_t l, int64_t e, qbuf_t *entry, int64_t lac, void *arg)
 {
     (void)l;
     (void)e;
@@ -128,7 +121,7 @@ static void bt_lac_cb(int rc, int64_t l, int64_t lac, void *arg)
     r->done = true;
 }
 
-static void bt_done_cb(int rc, void *arg)
+void bt_done_cb(int rc, void *arg)
 {
     bt_res_t *r = arg;
     r->rc = rc;

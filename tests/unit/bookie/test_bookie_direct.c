@@ -921,6 +921,24 @@ static void test_spares_not_zeroed_under_load(void)
     free(dir);
 }
 
+/* Adds large entries to ledger l from *e on until the direct log rolls to the
+ * spare (asserting it took exactly one), then five more: records written over
+ * what the spare's file held. */
+static void dt_add_until_spare_taken(bookie_t *bk, int64_t l, int64_t *e)
+{
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    uint64_t taken = st.spares_taken_direct;
+    while (st.spares_taken_direct == taken && *e < 2000) {
+        TEST_REQUIRE(bt_add(bk, l, *e, *e - 1, DT_LARGE) == 0);
+        (*e)++;
+        bookie_get_stats(bk, &st);
+    }
+    CU_ASSERT_EQUAL(st.spares_taken_direct, taken + 1);
+    for (int i = 0; i < 5; i++, (*e)++)
+        TEST_REQUIRE(bt_add(bk, l, *e, *e - 1, DT_LARGE) == 0);
+}
+
 /* A direct log GC removes with nothing live in it becomes the direct spare
  * instead of being freed (one at a time: a second is freed), and the next
  * direct log is that file written over: every entry reads back, also after a
@@ -954,16 +972,8 @@ static void test_gc_log_reused_as_spare(void)
     TEST_REQUIRE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
     uint64_t spare_size = dt_file_size(spath);
     CU_ASSERT_TRUE(spare_size > cfg.entry_log_size_bytes / 2);
-    uint64_t taken = st.spares_taken_direct;
-    while (st.spares_taken_direct == taken && e2 < 2000) { /* until the log rolls to it */
-        TEST_REQUIRE(bt_add(bk, 2, e2, e2 - 1, DT_LARGE) == 0);
-        e2++;
-        bookie_get_stats(bk, &st);
-    }
-    CU_ASSERT_EQUAL(st.spares_taken_direct, taken + 1);
+    dt_add_until_spare_taken(bk, 2, &e2);
     CU_ASSERT_FALSE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
-    for (int i = 0; i < 5; i++, e2++) /* records over the old file's */
-        TEST_REQUIRE(bt_add(bk, 2, e2, e2 - 1, DT_LARGE) == 0);
     uint32_t cur = bk->direct.cur->id;
     uint64_t cur_end = bk->direct.wr_off;
     char lpath[4096];
@@ -1007,28 +1017,6 @@ static void test_gc_log_reused_as_spare(void)
     free(dir);
 }
 
-typedef struct dt_one {
-    bool done;
-    int rc;
-    qbuf_t *buf;
-} dt_one_t;
-
-static void dt_one_cb(int rc, int64_t l, int64_t e, qbuf_t *entry, int64_t lac, void *arg)
-{
-    (void)l, (void)e, (void)lac;
-    dt_one_t *r = arg;
-    r->rc = rc;
-    r->buf = entry ? qbuf_ref(entry) : NULL;
-    r->done = true;
-}
-
-static void dt_one_done_cb(int rc, void *arg)
-{
-    dt_one_t *r = arg;
-    r->rc = rc;
-    r->done = true;
-}
-
 /* A log GC compacts becomes the spare too, once a read that found an entry
  * in it before the index moved (held across the pass) is done: the read gets
  * the entry, the next direct log is that file written over, and every entry
@@ -1051,9 +1039,9 @@ static void test_compacted_log_reused(void)
     CU_ASSERT_EQUAL(bt_delete(bk, 10), 0);
     test_run_for(bt_loop, 0.3); /* checkpoints past the sealed logs */
     bookie_test_hold_reads(bk, true);
-    dt_one_t rd = {0}, gc = {0};
-    CU_ASSERT_EQUAL(bookie_read(bk, 11, 0, dt_one_cb, &rd), 0);
-    CU_ASSERT_EQUAL(bookie_gc_now(bk, dt_one_done_cb, &gc), 0);
+    bt_res_t rd = {0}, gc = {0};
+    CU_ASSERT_EQUAL(bookie_read(bk, 11, 0, bt_read_cb, &rd), 0);
+    CU_ASSERT_EQUAL(bookie_gc_now(bk, bt_done_cb, &gc), 0);
     test_run_for(bt_loop, 0.5);
     CU_ASSERT_FALSE(rd.done); /* from the disk, held */
     CU_ASSERT_FALSE(gc.done); /* waiting for it */
@@ -1070,15 +1058,7 @@ static void test_compacted_log_reused(void)
     CU_ASSERT_EQUAL(st.gc_logs_removed, 0);
     CU_ASSERT_EQUAL(st.spare_logs_reused, 1);
     CU_ASSERT_TRUE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
-    uint64_t taken = st.spares_taken_direct;
-    while (st.spares_taken_direct == taken && n12 < 2000) { /* until the log rolls to it */
-        TEST_REQUIRE(bt_add(bk, 12, n12, n12 - 1, DT_LARGE) == 0);
-        n12++;
-        bookie_get_stats(bk, &st);
-    }
-    CU_ASSERT_EQUAL(st.spares_taken_direct, taken + 1);
-    for (int i = 0; i < 5; i++, n12++) /* records over the old file's */
-        TEST_REQUIRE(bt_add(bk, 12, n12, n12 - 1, DT_LARGE) == 0);
+    dt_add_until_spare_taken(bk, 12, &n12);
     int bad = bt_verify(bk, 11, 0, DT_LARGE) != 0;
     for (int64_t k = 0; k < n12; k++)
         bad += bt_verify(bk, 12, k, DT_LARGE) != 0;
