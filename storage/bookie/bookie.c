@@ -1685,6 +1685,11 @@ void bookie_test_hold_reads(bookie_t *bk, bool hold)
     atomic_store(&bk->test_hold_reads, hold);
 }
 
+void bookie_test_gc_reads_wait(bookie_t *bk, int ms)
+{
+    atomic_store(&bk->test_gc_reads_wait_ms, ms);
+}
+
 void bookie_test_abandon(bookie_t *bk)
 {
     bookie_shutdown(bk);

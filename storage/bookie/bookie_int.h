@@ -150,7 +150,8 @@ struct bookie {
     uint64_t meta_size, meta_records;
     bool meta_rewrite; /* tombstones collected: rewrite ledgers.meta */
     atomic_int flush_failed;
-    atomic_bool test_hold_reads; /* bookie_test_hold_reads */
+    atomic_bool test_hold_reads;      /* bookie_test_hold_reads */
+    atomic_int test_gc_reads_wait_ms; /* bookie_test_gc_reads_wait (0: 10 s) */
     atomic_uint_fast64_t gc_passes, gc_logs_removed, gc_logs_compacted, gc_compacted_bytes;
 };
 
@@ -195,5 +196,8 @@ void bookie_test_abandon(bookie_t *bk);
 /* While held, reads given to the reader threads wait before touching their
  * log (each for at most 10 s): a read in flight across what a test does. */
 void bookie_test_hold_reads(bookie_t *bk, bool hold);
+/* How long GC waits for the reads holding a log it removes (ms; 0: the
+ * default, 10 s) before it unlinks the file under them. */
+void bookie_test_gc_reads_wait(bookie_t *bk, int ms);
 
 #endif

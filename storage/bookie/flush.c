@@ -530,7 +530,9 @@ void gc_trash_sweep(const char *ldir)
  * spare.zero, which every open deletes too): its blocks are written over by
  * the next direct log, none freed; a compacted one too (its live records
  * copied and the index moved to the copies). Either way, reads already given
- * the log finish first (gc_release_log): none is given it after. */
+ * the log finish first (gc_release_log): none is given it after. Reads still
+ * holding it after GC's wait (a disk stuck for seconds) keep it readable: the
+ * file is only unlinked then, its blocks freed when they close it. */
 static void gc_yield_to_flush(bookie_t *bk);
 
 /* Reads given to the readers before the log left the table hold it (refs)
@@ -538,20 +540,27 @@ static void gc_yield_to_flush(bookie_t *bk);
  * renames or reuses the file under them. */
 #define GC_READS_WAIT_MS 10000
 
+typedef enum {
+    GC_RELEASED,     /* no read holds the log */
+    GC_READS_LEFT,   /* reads still hold it after GC_READS_WAIT_MS */
+    GC_READS_AT_STOP /* the flush thread is stopping with reads holding it */
+} gc_release_t;
+
 /* Drops the table's hold on log, then waits until no read holds it (running
- * any flush asked for meanwhile). False when the flush thread is stopping
- * first: the loop that completes the reads waits for this thread then. */
-static bool gc_release_log(bookie_t *bk, entry_log_t *log)
+ * any flush asked for meanwhile). GC_READS_AT_STOP when the flush thread is
+ * stopping first: the loop that completes the reads waits for this thread. */
+static gc_release_t gc_release_log(bookie_t *bk, entry_log_t *log)
 {
-    uint32_t id = log->id;
     pthread_mutex_lock(&bk->lock);
     log->refs++; /* GC's own, so that the log is not freed under the wait */
     log_table_remove(&bk->logs, log);
     uint32_t reads = log->refs - 1;
     pthread_mutex_unlock(&bk->lock);
+    int test_ms = atomic_load(&bk->test_gc_reads_wait_ms);
+    uint64_t bound_us = (uint64_t)(test_ms > 0 ? test_ms : GC_READS_WAIT_MS) * 1000u;
     uint64_t t0 = clock_mono_us();
     bool stop = false;
-    while (reads > 0 && !stop && clock_mono_us() - t0 < GC_READS_WAIT_MS * 1000u) {
+    while (reads > 0 && !stop && clock_mono_us() - t0 < bound_us) {
         nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
         gc_yield_to_flush(bk);
         pthread_mutex_lock(&bk->flock);
@@ -565,19 +574,17 @@ static bool gc_release_log(bookie_t *bk, entry_log_t *log)
     reads = log->refs - 1;
     entry_log_unref(log); /* log may be freed here */
     pthread_mutex_unlock(&bk->lock);
-    if (reads > 0 && !stop)
-        log_warn("bookie",
-                 "gc: %u reads of entry log %08" PRIx32 " still in flight after %d ms;"
-                 " removing it anyway",
-                 reads, id, GC_READS_WAIT_MS);
-    return !(reads > 0 && stop);
+    if (reads == 0)
+        return GC_RELEASED;
+    return stop ? GC_READS_AT_STOP : GC_READS_LEFT;
 }
 
 static int gc_remove_log(bookie_t *bk, entry_log_t *log, bool reuse)
 {
     uint32_t id = log->id;
     char path[PATH_MAX], trash[PATH_MAX + 8];
-    if (!gc_release_log(bk, log)) {
+    gc_release_t rel = gc_release_log(bk, log);
+    if (rel == GC_READS_AT_STOP) {
         /* as after a crash before the removal: the pass collects no tombstone */
         log_info("bookie",
                  "gc: entry log %08" PRIx32 " left for the next open (reads in flight at close)",
@@ -589,6 +596,18 @@ static int gc_remove_log(bookie_t *bk, entry_log_t *log, bool reuse)
     snprintf(path, sizeof path, "%s/%08" PRIx32 ".idx", bk->ldir, id);
     unlink(path);
     snprintf(path, sizeof path, "%s/%08" PRIx32 ".log", bk->ldir, id);
+    if (rel == GC_READS_LEFT) {
+        /* Not cut, renamed or written over under them: unlinked, its blocks
+         * are freed when the last read closes the log's descriptors. */
+        if (unlink(path) < 0)
+            log_warn("bookie", "gc: cannot remove %s: %s", path, q_strerror(-errno));
+        else
+            log_warn("bookie",
+                     "gc: reads of entry log %08" PRIx32 " still in flight after GC's wait;"
+                     " unlinked, its space freed when they finish",
+                     id);
+        return 0;
+    }
     if (reuse && spares_offer(bk->spares, SPARE_DIRECT, path) == 0)
         return 0;
     snprintf(trash, sizeof trash, "%s" GC_TRASH_SUFFIX, path);

@@ -737,6 +737,23 @@ static void test_compaction_keeps_live_entries(void)
     free(dir);
 }
 
+/* compaction_setup, then a read of ledger 11's entry held on its reader thread
+ * (bookie_test_hold_reads) and a GC pass asked for: the read holds the log the
+ * pass compacts. GC waits gc_wait_ms for such reads (0: its default). */
+static bookie_t *compaction_with_read_held(const bookie_config_t *cfg, char *before, size_t n,
+                                           int64_t entry, int gc_wait_ms, bt_res_t *rd,
+                                           bt_res_t *gc)
+{
+    bookie_t *bk = compaction_setup(cfg, before, n);
+    bookie_test_gc_reads_wait(bk, gc_wait_ms);
+    bookie_test_hold_reads(bk, true);
+    *rd = (bt_res_t){0};
+    *gc = (bt_res_t){0};
+    CU_ASSERT_EQUAL(bookie_read(bk, 11, entry, bt_read_cb, rd), 0);
+    CU_ASSERT_EQUAL(bookie_gc_now(bk, bt_done_cb, gc), 0);
+    return bk;
+}
+
 /* A read located in an entry log just before GC removes the log (held on its
  * reader thread across the GC pass) reads the log as it was: GC waits for the
  * reads in flight before it cuts or reuses the file. First a compaction (the
@@ -748,11 +765,8 @@ static void test_gc_waits_for_reads_in_flight(void)
     bookie_config_t cfg;
     bt_config(&cfg, dir);
     char before[4096];
-    bookie_t *bk = compaction_setup(&cfg, before, sizeof before);
-    bookie_test_hold_reads(bk, true);
-    bt_res_t rd = {0}, gc = {0};
-    CU_ASSERT_EQUAL(bookie_read(bk, 11, 3, bt_read_cb, &rd), 0);
-    CU_ASSERT_EQUAL(bookie_gc_now(bk, bt_done_cb, &gc), 0);
+    bt_res_t rd, gc;
+    bookie_t *bk = compaction_with_read_held(&cfg, before, sizeof before, 3, 0, &rd, &gc);
     bookie_stats_t st = stats_wait(bk, st_compacted_bytes, 10 * 3000);
     test_run_for(bt_loop, 0.3); /* what GC does after its copies */
     CU_ASSERT_FALSE(rd.done);
@@ -795,12 +809,7 @@ static void test_gc_waits_for_reads_in_flight(void)
      * (the loop that completes reads is the one closing), the log's files
      * stay for the next open, every entry reads back, and GC then compacts it. */
     bt_config(&cfg, dir);
-    bk = compaction_setup(&cfg, before, sizeof before);
-    bookie_test_hold_reads(bk, true);
-    rd = (bt_res_t){0};
-    gc = (bt_res_t){0};
-    CU_ASSERT_EQUAL(bookie_read(bk, 11, 4, bt_read_cb, &rd), 0);
-    CU_ASSERT_EQUAL(bookie_gc_now(bk, bt_done_cb, &gc), 0);
+    bk = compaction_with_read_held(&cfg, before, sizeof before, 4, 0, &rd, &gc);
     stats_wait(bk, st_compacted_bytes, 10 * 3000);
     test_run_for(bt_loop, 0.1);
     bookie_test_hold_reads(bk, false);
@@ -816,6 +825,45 @@ static void test_gc_waits_for_reads_in_flight(void)
     CU_ASSERT_EQUAL(bt_read(bk, 10, 0, NULL, NULL), QE_NO_LEDGER); /* still deleted */
     CU_ASSERT_EQUAL(bt_gc(bk), 0);
     CU_ASSERT_NOT_EQUAL(access(before, F_OK), 0);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
+    CU_ASSERT_EQUAL(bt_read(bk, 10, 0, NULL, NULL), QE_NO_LEDGER);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* A read still held when GC's wait for it ends (a disk stuck for seconds; the
+ * wait shortened to 100 ms here) reads the log as it was: GC then only unlinks
+ * the file (no background cut, no spare) and its blocks go when the read
+ * closes it. */
+static void test_gc_wait_ends_unlinked(void)
+{
+    char *dir = bt_dir("bk-gc-reads-left");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    char before[4096];
+    bt_res_t rd, gc;
+    bookie_t *bk = compaction_with_read_held(&cfg, before, sizeof before, 3, 100, &rd, &gc);
+    TEST_REQUIRE(test_run_until(bt_loop, &gc.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(gc.rc, 0);
+    CU_ASSERT_FALSE(rd.done);
+    CU_ASSERT_NOT_EQUAL(access(before, F_OK), 0); /* gone from the directory */
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", GC_TRASH_SUFFIX, NULL, 0), 0);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".zero", NULL, 0), 0);
+    test_run_for(bt_loop, 0.3); /* what a background cut would have done */
+    bookie_test_hold_reads(bk, false);
+    TEST_REQUIRE(test_run_until(bt_loop, &rd.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(rd.rc, 0);
+    CU_ASSERT_TRUE(bt_check(11, 3, rd.buf, 3000));
+    qbuf_unref(rd.buf);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    for (int e = 0; e < 10; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
     for (int e = 0; e < 10; e++)
         CU_ASSERT_EQUAL(bt_verify(bk, 11, e, 3000), 0);
     CU_ASSERT_EQUAL(bt_read(bk, 10, 0, NULL, NULL), QE_NO_LEDGER);
@@ -1788,6 +1836,8 @@ static void register_suites(void)
     CU_add_test(s, "compaction keeps live entries", test_compaction_keeps_live_entries);
     CU_add_test(s, "GC waits for the reads in flight in a log it removes",
                 test_gc_waits_for_reads_in_flight);
+    CU_add_test(s, "GC's wait over: the log unlinked under the read, which still reads it",
+                test_gc_wait_ends_unlinked);
     CU_add_test(s, "compaction paced: flushes go on, close stops it", test_compaction_paced);
     CU_add_test(s, "compaction waits for its schedule", test_compaction_waits_for_schedule);
     CU_add_test(s, "minor and major compactions", test_compaction_minor_and_major);
