@@ -719,7 +719,8 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "# HELP quire_bookie_gc_compacted_bytes_total Entry bytes compaction copied.\n"
             "# TYPE quire_bookie_gc_compacted_bytes_total counter\n"
             "quire_bookie_gc_compacted_bytes_total %llu\n"
-            "# HELP quire_bookie_gc_logs_freeing Removed entry logs whose blocks are being freed.\n"
+            "# HELP quire_bookie_gc_logs_freeing Removed entry logs and journal files whose blocks "
+            "are being freed.\n"
             "# TYPE quire_bookie_gc_logs_freeing gauge\n"
             "quire_bookie_gc_logs_freeing %llu\n",
             (unsigned long long)st.adds_waiting, (unsigned long long)st.adds_waited,

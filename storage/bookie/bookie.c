@@ -52,6 +52,7 @@
 #include "storage/bookie/bookie_int.h"
 #include "storage/bookie/bookie_io.h"
 #include "storage/bookie/idx_summary.h"
+#include "storage/bookie/trash.h"
 
 void bookie_config_defaults(bookie_config_t *cfg)
 {
@@ -263,7 +264,29 @@ static void bookie_maybe_flush(bookie_t *bk, bool periodic)
     bk->flushing = true;
     bk->journal_dirty = false;
     bk->cp_pos = bk->acked_pos;
-    flusher_request_flush(bk, bk->frozen, bk->cp_pos);
+    /* The pace (flush.c, "Pacing"): FLUSH_PACE_FACTOR times the rate this
+     * cache filled at. */
+    uint64_t now = clock_mono_us(), fill_us = bk->freeze_us ? now - bk->freeze_us : 0;
+    uint64_t pace = 0;
+    if (fill_us > 0) {
+        pace = bk->frozen->bytes * FLUSH_PACE_FACTOR * 1000000u / fill_us;
+        if (pace < FLUSH_PACE_MIN)
+            pace = FLUSH_PACE_MIN;
+    }
+    if (bk->test_flush_pace)
+        pace = bk->test_flush_pace;
+    bk->freeze_us = now;
+    atomic_store(&bk->flush_hurry, false);
+    flusher_request_flush(bk, bk->frozen, bk->cp_pos, pace);
+}
+
+/* While a flush runs, adds waiting for room or the next cache half full: the
+ * flush stops pacing. */
+static void bookie_flush_hurry(bookie_t *bk)
+{
+    if (bk->flushing && (bk->wait_head || bk->active->bytes >= bk->cfg.write_cache_bytes / 2) &&
+        !atomic_load(&bk->flush_hurry))
+        atomic_store(&bk->flush_hurry, true);
 }
 
 /* Marks the checkpoint in the journal (for journal dumps; replay skips it). */
@@ -475,6 +498,7 @@ static void bookie_group_done(void *ctx, uint64_t begin, uint64_t end, int rc, j
         r->data = NULL;
     }
     journal_release(bk->journal, end);
+    bookie_flush_hurry(bk);
     if (bk->cfg.disk_check_interval_ms && bk->cfg.disk_check_bytes &&
         bk->disk_bytes >= bk->cfg.disk_check_bytes)
         bookie_disk_check(bk);
@@ -583,6 +607,7 @@ static int bookie_add_wait(bookie_t *bk, int64_t ledger_id, int64_t entry_id, in
     bk->wait_tail = w;
     bk->adds_waiting++;
     bk->stats.adds_waited++;
+    bookie_flush_hurry(bk);
     return 0;
 }
 
@@ -603,8 +628,10 @@ static void bookie_adds_resume(bookie_t *bk)
     while (bk->wait_head && !bk->closing) {
         add_wait_t *w = bk->wait_head;
         int rc = bk->read_only ? QE_READ_ONLY : 0;
-        if (rc == 0 && !bookie_add_fits(bk, w->data->len))
+        if (rc == 0 && !bookie_add_fits(bk, w->data->len)) {
+            bookie_flush_hurry(bk); /* they wait for the flush */
             return;
+        }
         if (rc == 0)
             rc = bookie_add_submit(bk, w->ledger_id, w->entry_id, w->lac, w->data, w->cb, w->arg,
                                    w->recovery);
@@ -1145,7 +1172,7 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->gc_logs_removed = atomic_load(&bk->gc_logs_removed);
     out->gc_logs_compacted = atomic_load(&bk->gc_logs_compacted);
     out->gc_compacted_bytes = atomic_load(&bk->gc_compacted_bytes);
-    out->gc_logs_freeing = gc_trash_waiting();
+    out->gc_logs_freeing = bk_trash_waiting();
     io_gate_stats(&bk->gate, &out->reads_yielded, &out->reads_yielded_us);
     out->disk_usage = bk->disk_usage;
     out->disk_full = bk->disk_full;
@@ -1277,7 +1304,7 @@ static int bookie_replay_put(bookie_t *bk, ledger_t *l, const journal_record_t *
     if (rec->entry_id > l->last_entry)
         l->last_entry = rec->entry_id;
     if (bk->active->bytes >= bk->cfg.write_cache_bytes) { /* flush, no checkpoint yet */
-        int rc = flush_run(bk, bk->active, (journal_pos_t){0, 0}, false);
+        int rc = flush_run(bk, bk->active, (journal_pos_t){0, 0}, false, 0);
         write_cache_clear(bk->active);
         if (rc)
             return rc;
@@ -1347,8 +1374,10 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
     if (rc == 0)
         rc = ledger_meta_load(&bk->ledgers, bk->ldir, &bk->meta_size, &records);
     bk->meta_records = records;
-    if (rc == 0)
-        gc_trash_sweep(bk->ldir); /* logs GC removed whose blocks were still being freed */
+    if (rc == 0) { /* files removed whose blocks were still being freed */
+        bk_trash_sweep(bk->ldir, ".log");
+        bk_trash_sweep(bk->jdir, ".jnl");
+    }
     bk->logs.dio_reads = bk->cfg.journal_large_entry_odirect;
     if (rc == 0)
         rc = log_table_load(&bk->logs, bk->ldir,
@@ -1370,7 +1399,7 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
     if (rc == 0) {
         bk->acked_pos = (journal_pos_t){*next_seq, 0};
         bk->cp_pos = bk->acked_pos;
-        rc = flush_run(bk, bk->active, bk->acked_pos, true);
+        rc = flush_run(bk, bk->active, bk->acked_pos, true, 0);
         write_cache_clear(bk->active);
     }
     if (rc == 0)
@@ -1579,6 +1608,7 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
 static void bookie_shutdown(bookie_t *bk)
 {
     bk->closing = true;
+    atomic_store(&bk->flush_hurry, true); /* a paced flush in progress: no more pacing */
     bookie_adds_fail_waiting(bk, QE_SHUTDOWN);
     bookie_stop_threads(bk);
     for (uint32_t i = 0; i < bk->n_gc_cur; i++)
@@ -1685,6 +1715,11 @@ void bookie_test_hold_reads(bookie_t *bk, bool hold)
     atomic_store(&bk->test_hold_reads, hold);
 }
 
+void bookie_test_flush_pace(bookie_t *bk, uint64_t bytes_per_s)
+{
+    bk->test_flush_pace = bytes_per_s;
+}
+
 void bookie_test_gc_reads_wait(bookie_t *bk, int ms)
 {
     atomic_store(&bk->test_gc_reads_wait_ms, ms);
@@ -1703,7 +1738,7 @@ void bookie_close(bookie_t *bk)
     bookie_shutdown(bk);
     elog_direct_trim(&bk->direct);
     if (!atomic_load(&bk->flush_failed) && !bk->frozen) {
-        int rc = flush_run(bk, bk->active, bk->acked_pos, true);
+        int rc = flush_run(bk, bk->active, bk->acked_pos, true, 0);
         if (rc)
             log_warn("bookie", "final checkpoint failed (%s): the journal will be replayed",
                      q_strerror(rc));

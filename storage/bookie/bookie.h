@@ -198,7 +198,7 @@ typedef struct bookie_stats {
     uint64_t gc_logs_removed;
     uint64_t gc_logs_compacted;
     uint64_t gc_compacted_bytes;   /* entry bytes compaction copied (counted as it goes) */
-    uint64_t gc_logs_freeing;      /* removed logs whose blocks are still being freed */
+    uint64_t gc_logs_freeing;      /* removed logs, journal files: blocks being freed */
     uint64_t direct_syncs;         /* fdatasync calls on direct entry logs */
     uint64_t direct_sync_us_total; /* time in direct log writes + fdatasyncs */
     uint64_t direct_bytes;         /* bytes written to direct entry logs */

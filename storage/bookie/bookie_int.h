@@ -98,7 +98,9 @@ struct bookie {
     journal_pos_t cp_pos;    /* checkpoint of the last flush handed over */
     bool journal_dirty;      /* records other than CHECKPOINT since the last freeze */
     bool closing, flushing, opened;
-    int read_only; /* 0, or the error that made the bookie refuse adds */
+    uint64_t freeze_us;       /* when the active cache was last frozen (flush pacing) */
+    uint64_t test_flush_pace; /* bookie_test_flush_pace */
+    int read_only;            /* 0, or the error that made the bookie refuse adds */
     /* disk usage (bookie.c "Disk usage"): the last check's fraction of the
      * fuller of the two directories' file systems, and whether adds are
      * refused for it (from the high mark until below the low one) */
@@ -141,6 +143,8 @@ struct bookie {
     pthread_cond_t fcond;
     write_cache_t *job_wc; /* flush request: the frozen cache and its checkpoint */
     journal_pos_t job_cp;
+    uint64_t job_pace;       /* the flush's copies at most this many bytes a second (0: unpaced) */
+    atomic_bool flush_hurry; /* the loop needs the flush done: pacing off (flush.c) */
     bool job_flush, job_gc, flusher_stopping;
     double job_gc_threshold; /* GC request: compact logs less live than this (0: none) */
     int64_t job_gc_minor_ms, job_gc_major_ms; /* ... and the compaction times to save */
@@ -156,7 +160,12 @@ struct bookie {
 };
 
 /* flush.c */
-int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint);
+/* A flush's copies are paced to this many times the rate its cache filled
+ * at, at least FLUSH_PACE_MIN bytes a second (flush.c, "Pacing"). */
+#define FLUSH_PACE_FACTOR 4u
+#define FLUSH_PACE_MIN (64ull << 20)
+int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint,
+              uint64_t pace_bytes_per_s);
 /* One GC pass: removes logs with nothing live, compacts those whose live bytes
  * are below threshold of their size (0: none). */
 int gc_run(bookie_t *bk, double threshold);
@@ -164,19 +173,14 @@ int gc_run(bookie_t *bk, double threshold);
  * later than now) and save (flush thread, after a pass that compacted). */
 void gc_times_load(const char *ldir, int64_t now_ms, int64_t *minor_ms, int64_t *major_ms);
 void gc_times_save(const char *ldir, int64_t minor_ms, int64_t major_ms);
-/* A removed entry log's name while its blocks are freed in the background. */
-#define GC_TRASH_SUFFIX ".del"
-/* Deletes what such background removals left (a crash, a stop): at open. */
-void gc_trash_sweep(const char *ldir);
-/* Removed logs (of every bookie of the process) whose blocks are still being
- * freed in the background. */
-uint64_t gc_trash_waiting(void);
 int checkpoint_load(const char *ldir, journal_pos_t *out);
 int meta_file_open(bookie_t *bk);
 int flusher_start(bookie_t *bk);
 /* Finishes the job in progress and any queued one, then joins. */
 void flusher_stop(bookie_t *bk);
-void flusher_request_flush(bookie_t *bk, write_cache_t *wc, journal_pos_t cp);
+/* pace: bytes a second the flush's copies are paced to (0: unpaced; flush.c,
+ * "Pacing"). */
+void flusher_request_flush(bookie_t *bk, write_cache_t *wc, journal_pos_t cp, uint64_t pace);
 void flusher_request_gc(bookie_t *bk, double threshold, int64_t minor_ms, int64_t major_ms);
 
 /* bookie.c: completions posted by the flush thread, run on the loop. */
@@ -196,6 +200,8 @@ void bookie_test_abandon(bookie_t *bk);
 /* While held, reads given to the reader threads wait before touching their
  * log (each for at most 10 s): a read in flight across what a test does. */
 void bookie_test_hold_reads(bookie_t *bk, bool hold);
+/* Every flush from now on paced to bytes_per_s (0: as computed). Loop thread. */
+void bookie_test_flush_pace(bookie_t *bk, uint64_t bytes_per_s);
 /* How long GC waits for the reads holding a log it removes (ms; 0: the
  * default, 10 s) before it unlinks the file under them. */
 void bookie_test_gc_reads_wait(bookie_t *bk, int ms);

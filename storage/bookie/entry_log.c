@@ -30,6 +30,9 @@
 #include "storage/bookie/spare.h"
 
 #define ELOG_STAGE_BYTES (1u << 20)
+/* A flush's bytes are sent to the device as they are written, this many at a
+ * time (elog_writeback): see there. */
+#define ELOG_WRITEBACK_BYTES (256u << 10)
 
 /* --------------------------------------------------------- ledger bytes -- */
 
@@ -1047,8 +1050,35 @@ static int elog_roll(elog_writer_t *w)
         elog_retire(w); /* synced by the caller */
     w->cur = log;
     w->wr_off = w->buf_off = 0;
+    w->wb_started = w->wb_done = 0;
     w->buf_len = 0;
     return 0;
+}
+
+/* Starts the device writes of what the current log was given since the last
+ * call, once that is ELOG_WRITEBACK_BYTES, after waiting for the range started
+ * the time before. Without it a flush's tens of MB sat in the page cache until
+ * elog_sync's fdatasync sent them all at once, and the journal's small writes
+ * and syncs, queued on the same device behind them, waited for all of them:
+ * 10 ms add p99 and 55 ms p99.9 at 50,000 1-KiB adds a second, whose flushes
+ * are 50 MB (storage-bench, session 29). Now at most two ranges are on their
+ * way while a flush writes, and the final fdatasync finds little left.
+ * BookKeeper's flushEntrylogBytes does the same. Errors are left to that
+ * fdatasync, which reports them. */
+static void elog_writeback(elog_writer_t *w)
+{
+    uint64_t end = w->buf_off;
+    if (end - w->wb_started < ELOG_WRITEBACK_BYTES)
+        return;
+    int fd = w->cur->fd;
+    if (w->wb_started > w->wb_done)
+        (void)sync_file_range(fd, (off_t)w->wb_done, (off_t)(w->wb_started - w->wb_done),
+                              SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                  SYNC_FILE_RANGE_WAIT_AFTER);
+    w->wb_done = w->wb_started;
+    (void)sync_file_range(fd, (off_t)w->wb_started, (off_t)(end - w->wb_started),
+                          SYNC_FILE_RANGE_WRITE);
+    w->wb_started = end;
 }
 
 static int elog_stage_flush(elog_writer_t *w)
@@ -1058,6 +1088,7 @@ static int elog_stage_flush(elog_writer_t *w)
         return rc;
     w->buf_off += w->buf_len;
     w->buf_len = 0;
+    elog_writeback(w);
     return 0;
 }
 
@@ -1103,6 +1134,8 @@ int elog_append(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, const uin
         struct iovec iov[2] = {{h, sizeof h}, {(void *)data, len}};
         rc = bk_pwritev_all(w->cur->fd, iov, 2, off);
         w->buf_off += rec;
+        if (rc == 0)
+            elog_writeback(w);
     }
     uint64_t pos = w->cur->idx_size + w->ibuf_len; /* idx_size moves only in elog_sync */
     if (rc == 0)

@@ -227,7 +227,8 @@ typedef struct elog_writer {
     uint8_t *buf;     /* staged record bytes, at file offset buf_off */
     size_t buf_len, buf_cap;
     uint64_t buf_off;
-    uint8_t *ibuf; /* idx records not yet written */
+    uint64_t wb_started, wb_done; /* elog_writeback: device writes started, waited for */
+    uint8_t *ibuf;                /* idx records not yet written */
     size_t ibuf_len, ibuf_cap;
     /* The runs appended to cur, in append order: its index summary, written
      * when cur is retired (idx_summary.h), so that a start after a crash

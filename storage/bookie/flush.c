@@ -79,6 +79,7 @@
 #include "common/log.h"
 #include "storage/bookie/bookie_int.h"
 #include "storage/bookie/bookie_io.h"
+#include "storage/bookie/trash.h"
 
 #define CHECKPOINT_MAGIC 0x31504351u
 #define CHECKPOINT_BYTES 32u
@@ -413,14 +414,53 @@ static int flush_apply(bookie_t *bk, const write_cache_t *wc, const flush_loc_t 
     return rc;
 }
 
-int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint)
+/* Pacing. The copies a flush appends reach the device as they are written
+ * (elog_writeback), and on a device with a volatile write cache the journal's
+ * next fdatasync has to flush whatever reached it since its last one: copies
+ * written as fast as the CPU goes (16 MiB in 12 ms on the benchmark VM) made
+ * each journal sync meanwhile carry 1-2 MB, the adds' p99 3.5-4 ms at 50,000
+ * 1-KiB adds a second. So the loop gives each flush a pace, FLUSH_PACE_FACTOR
+ * times the rate its cache filled at (at least FLUSH_PACE_MIN), and the copies
+ * keep to it, sleeping when ahead; the loop sets flush_hurry (no more pacing)
+ * when adds wait for room or the next cache is half full, and at close. */
+#define FLUSH_PACE_SLACK_US 1000
+#define FLUSH_PACE_SLEEP_MAX_US 5000
+
+typedef struct flush_pace {
+    uint64_t bytes_per_s, t0_us, bytes;
+} flush_pace_t;
+
+static void flush_pace(bookie_t *bk, flush_pace_t *p, uint64_t bytes)
+{
+    p->bytes += bytes;
+    if (!p->bytes_per_s)
+        return;
+    uint64_t due_us = p->bytes * 1000000u / p->bytes_per_s;
+    while (!atomic_load(&bk->flush_hurry)) {
+        uint64_t spent_us = clock_mono_us() - p->t0_us;
+        if (due_us <= spent_us + FLUSH_PACE_SLACK_US)
+            return;
+        uint64_t us = due_us - spent_us;
+        if (us > FLUSH_PACE_SLEEP_MAX_US)
+            us = FLUSH_PACE_SLEEP_MAX_US; /* then look at flush_hurry again */
+        nanosleep(&(struct timespec){0, (long)us * 1000L}, NULL);
+    }
+}
+
+int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint,
+              uint64_t pace_bytes_per_s)
 {
     flush_loc_t *locs = malloc(((size_t)wc->count + 1) * sizeof *locs);
     int rc = locs ? 0 : -ENOMEM;
     uint32_t n = rc ? 0 : flush_order(bk, wc, locs), copies = 0;
+    flush_pace_t pace = {pace_bytes_per_s, clock_mono_us(), 0};
     for (uint32_t i = 0; i < n && rc == 0; i++) {
-        rc = flush_place(bk, &wc->items[locs[i].item], &locs[i]);
-        copies += locs[i].how == FLUSH_COPY;
+        const wc_item_t *it = &wc->items[locs[i].item];
+        rc = flush_place(bk, it, &locs[i]);
+        if (rc == 0 && locs[i].how == FLUSH_COPY) {
+            copies++;
+            flush_pace(bk, &pace, ELOG_HEADER_BYTES + (uint64_t)it->len);
+        }
     }
     if (rc == 0 && copies)
         rc = elog_sync(&bk->writer);
@@ -454,78 +494,9 @@ typedef struct gc_move {
     uint32_t new_log, len;
 } gc_move_t;
 
-/* Frees a removed log's blocks in the background, one log at a time, one step
- * every GC_TRASH_STEP_MS: unlinking a 1 GiB file takes ~0.6 s on a small VM,
- * and on a file system mounted with `discard` every freed block is trimmed on
- * the device, which stalls everyone's writes and syncs while it lasts (it used
- * to run on the flush thread, so the write caches filled and adds were refused
- * for seconds; then several logs at once halved the next seconds' throughput).
- * A step is GC_TRASH_STEP_BYTES while fewer than 4 logs wait, and grows with
- * the logs waiting (x1 per 4), so that space is reclaimed as fast as a
- * sustained write rate fills it (40 MB/s per 4 waiting); past GC_TRASH_PACED
- * waiting it goes unpaced. (16 MiB steps and unpaced past 8 gave 57-80 ms
- * publish p99 in the seconds after a GC pass; this, 11-22 ms.) */
-#define GC_TRASH_STEP_BYTES (4u << 20)
-#define GC_TRASH_STEP_MS 100
-#define GC_TRASH_PACED 32
-
-static pthread_mutex_t trash_one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int trash_waiting; /* logs given to trash_main, not yet removed */
-
-static void *trash_main(void *p)
-{
-    char *path = p;
-    pthread_mutex_lock(&trash_one_at_a_time);
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        off_t size = lseek(fd, 0, SEEK_END);
-        while (size > 0) {
-            int w = atomic_load(&trash_waiting);
-            off_t step = (off_t)GC_TRASH_STEP_BYTES * (w < 4 ? 1 : (w + 3) / 4);
-            size = size > step ? size - step : 0;
-            if (ftruncate(fd, size) < 0)
-                break;
-            if (w <= GC_TRASH_PACED)
-                nanosleep(&(struct timespec){0, GC_TRASH_STEP_MS * 1000L * 1000L}, NULL);
-        }
-        close(fd);
-    }
-    if (unlink(path) < 0 && errno != ENOENT)
-        log_warn("bookie", "gc: cannot remove %s: %s", path, q_strerror(-errno));
-    pthread_mutex_unlock(&trash_one_at_a_time);
-    atomic_fetch_sub(&trash_waiting, 1);
-    free(path);
-    return NULL;
-}
-
-uint64_t gc_trash_waiting(void)
-{
-    int w = atomic_load(&trash_waiting);
-    return w > 0 ? (uint64_t)w : 0;
-}
-
-void gc_trash_sweep(const char *ldir)
-{
-    DIR *d = opendir(ldir);
-    if (!d)
-        return;
-    struct dirent *de;
-    size_t sl = strlen(".log" GC_TRASH_SUFFIX);
-    while ((de = readdir(d))) {
-        size_t l = strlen(de->d_name);
-        if (l <= sl || strcmp(de->d_name + l - sl, ".log" GC_TRASH_SUFFIX) != 0)
-            continue;
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", ldir, de->d_name);
-        if (unlink(path) == 0)
-            log_info("bookie", "gc: removed %s (left by an earlier run)", path);
-    }
-    closedir(d);
-}
-
 /* Removes the log from the table and from the directory at once (renamed to
  * <id>.log.del, which no open loads and every open deletes: bookie.c), then
- * frees its blocks in the background. A log with nothing live in it (reuse)
+ * frees its blocks in the background (trash.h). A log with nothing live in it (reuse)
  * may instead become the direct logs' spare file (spares_offer: renamed to
  * spare.zero, which every open deletes too): its blocks are written over by
  * the next direct log, none freed; a compacted one too (its live records
@@ -582,7 +553,7 @@ static gc_release_t gc_release_log(bookie_t *bk, entry_log_t *log)
 static int gc_remove_log(bookie_t *bk, entry_log_t *log, bool reuse)
 {
     uint32_t id = log->id;
-    char path[PATH_MAX], trash[PATH_MAX + 8];
+    char path[PATH_MAX];
     gc_release_t rel = gc_release_log(bk, log);
     if (rel == GC_READS_AT_STOP) {
         /* as after a crash before the removal: the pass collects no tombstone */
@@ -610,29 +581,7 @@ static int gc_remove_log(bookie_t *bk, entry_log_t *log, bool reuse)
     }
     if (reuse && spares_offer(bk->spares, SPARE_DIRECT, path) == 0)
         return 0;
-    snprintf(trash, sizeof trash, "%s" GC_TRASH_SUFFIX, path);
-    if (rename(path, trash) < 0) {
-        if (unlink(path) < 0)
-            log_warn("bookie", "gc: cannot remove %s: %s", path, q_strerror(-errno));
-    } else {
-        char *owned = strdup(trash);
-        if (owned)
-            atomic_fetch_add(&trash_waiting, 1); /* trash_main takes it off */
-        pthread_t t;
-        pthread_attr_t attr;
-        bool started = false;
-        if (owned && pthread_attr_init(&attr) == 0) {
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            started = pthread_create(&t, &attr, trash_main, owned) == 0;
-            pthread_attr_destroy(&attr);
-        }
-        if (!started) { /* no thread: remove it here, as before */
-            if (owned)
-                trash_main(owned);
-            else
-                unlink(trash);
-        }
-    }
+    bk_trash(path);
     log_info("bookie", "gc: removed entry log %s", path);
     return 0;
 }
@@ -653,7 +602,7 @@ static int gc_apply_moves(bookie_t *bk, uint32_t old_id, const gc_move_t *mv, ui
     return rc;
 }
 
-static void flush_job_run(bookie_t *bk, write_cache_t *wc, journal_pos_t cp);
+static void flush_job_run(bookie_t *bk, write_cache_t *wc, journal_pos_t cp, uint64_t pace);
 
 /* A GC pass can take seconds (compacting copies every live record of a log),
  * and the loop's adds are refused once both write caches are full: a flush
@@ -665,10 +614,11 @@ static void gc_yield_to_flush(bookie_t *bk)
     bool do_flush = bk->job_flush;
     write_cache_t *wc = bk->job_wc;
     journal_pos_t cp = bk->job_cp;
+    uint64_t pace = bk->job_pace;
     bk->job_flush = false;
     pthread_mutex_unlock(&bk->flock);
     if (do_flush)
-        flush_job_run(bk, wc, cp);
+        flush_job_run(bk, wc, cp, pace);
 }
 
 /* Waits until `copied` bytes since t0_us are within gc_compact_bytes_per_s,
@@ -977,9 +927,9 @@ static void flusher_post(bookie_t *bk, int rc, bool gc)
     }
 }
 
-static void flush_job_run(bookie_t *bk, write_cache_t *wc, journal_pos_t cp)
+static void flush_job_run(bookie_t *bk, write_cache_t *wc, journal_pos_t cp, uint64_t pace)
 {
-    int rc = atomic_load(&bk->flush_failed) ? QE_READ_ONLY : flush_run(bk, wc, cp, true);
+    int rc = atomic_load(&bk->flush_failed) ? QE_READ_ONLY : flush_run(bk, wc, cp, true, pace);
     if (rc)
         atomic_store(&bk->flush_failed, rc);
     flusher_post(bk, rc, false);
@@ -997,12 +947,13 @@ static void *flusher_main(void *p)
         int64_t minor_ms = bk->job_gc_minor_ms, major_ms = bk->job_gc_major_ms;
         write_cache_t *wc = bk->job_wc;
         journal_pos_t cp = bk->job_cp;
+        uint64_t pace = bk->job_pace;
         bk->job_flush = bk->job_gc = false;
         pthread_mutex_unlock(&bk->flock);
         if (!do_flush && !do_gc)
             return NULL;
         if (do_flush)
-            flush_job_run(bk, wc, cp);
+            flush_job_run(bk, wc, cp, pace);
         if (do_gc) {
             int rc = gc_run(bk, threshold);
             if (rc == 0 && threshold > 0)
@@ -1033,12 +984,13 @@ void flusher_stop(bookie_t *bk)
     bk->flusher_started = false;
 }
 
-void flusher_request_flush(bookie_t *bk, write_cache_t *wc, journal_pos_t cp)
+void flusher_request_flush(bookie_t *bk, write_cache_t *wc, journal_pos_t cp, uint64_t pace)
 {
     pthread_mutex_lock(&bk->flock);
     assert(!bk->job_flush);
     bk->job_wc = wc;
     bk->job_cp = cp;
+    bk->job_pace = pace;
     bk->job_flush = true;
     pthread_cond_signal(&bk->fcond);
     pthread_mutex_unlock(&bk->flock);

@@ -57,6 +57,7 @@
 #include "storage/bookie/bookie_io.h"
 #include "storage/bookie/io_gate.h"
 #include "storage/bookie/spare.h"
+#include "storage/bookie/trash.h"
 
 #define GROUP_IOV_MAX 1024
 /* O_DIRECT: the largest alignment taken, and gbuf's own (its slack: a carry
@@ -916,10 +917,9 @@ int journal_trim(const char *dir, uint64_t before_seq)
     for (size_t i = 0; i < n && files[i].seq < before_seq; i++) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        if (unlink(path) < 0 && errno != ENOENT) {
-            rc = -errno;
-            log_warn("bookie", "journal: cannot remove %s: %s", path, q_strerror(rc));
-        }
+        int trc = bk_trash(path); /* logged if it fails */
+        if (trc)
+            rc = trc;
         removed = true;
     }
     free(files);

@@ -206,7 +206,8 @@ int journal_replay(const char *dir, journal_pos_t from, journal_replay_fn fn, vo
  * size, 0 at the normal end of a file (zeros), or -1 with *why set when the
  * record is torn or corrupt (replay ends the journal there). */
 int64_t journal_check_record(const uint8_t *p, uint64_t avail, const char **why);
-/* Deletes journal files with seq < before_seq. 0 or -errno. */
+/* Removes journal files with seq < before_seq, their blocks freed in the
+ * background (trash.h). 0 or -errno. */
 int journal_trim(const char *dir, uint64_t before_seq);
 
 #endif

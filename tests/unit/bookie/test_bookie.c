@@ -20,6 +20,7 @@
 #include "storage/bookie/bookie_int.h"
 #include "storage/bookie/bookie_io.h"
 #include "storage/bookie/journal.h"
+#include "storage/bookie/trash.h"
 #include "tests/unit/bookie/bookie_test.h"
 
 struct ev_loop *bt_loop;
@@ -849,7 +850,7 @@ static void test_gc_wait_ends_unlinked(void)
     CU_ASSERT_EQUAL(gc.rc, 0);
     CU_ASSERT_FALSE(rd.done);
     CU_ASSERT_NOT_EQUAL(access(before, F_OK), 0); /* gone from the directory */
-    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", GC_TRASH_SUFFIX, NULL, 0), 0);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", BK_TRASH_SUFFIX, NULL, 0), 0);
     CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".zero", NULL, 0), 0);
     test_run_for(bt_loop, 0.3); /* what a background cut would have done */
     bookie_test_hold_reads(bk, false);
@@ -1215,6 +1216,17 @@ static void burst_cb(int rc, int64_t l, int64_t e, void *arg)
         b->done = true;
 }
 
+/* Adds entries first..first+n-1 of ledger (size bytes each, lac = entry - 1)
+ * without waiting, each completing into bu. */
+static void burst_add(bookie_t *bk, int64_t ledger, int64_t first, int n, size_t size, burst_t *bu)
+{
+    for (int64_t e = first; e < first + n; e++) {
+        qbuf_t *b = bt_entry(ledger, e, size);
+        CU_ASSERT_EQUAL(bookie_add(bk, ledger, e, e - 1, b, burst_cb, bu), 0);
+        qbuf_unref(b);
+    }
+}
+
 /* The ADD records of the journal files (dir/journal), in file and offset order, into
  * ids/lens (at most max); false when a file has anything but zeros after its
  * last record (a torn record, a bad checksum, or a pad left dirty). */
@@ -1337,11 +1349,7 @@ static void test_adds_wait_for_room(void)
     cfg.write_cache_bytes = 64u << 10; /* 2 MB of adds: ~16 flushes */
     bookie_t *bk = bt_open(&cfg);
     burst_t many = {.want = 2000};
-    for (int e = 0; e < 2000; e++) {
-        qbuf_t *b = bt_entry(30, e, 1000);
-        CU_ASSERT_EQUAL(bookie_add(bk, 30, e, e - 1, b, burst_cb, &many), 0);
-        qbuf_unref(b);
-    }
+    burst_add(bk, 30, 0, 2000, 1000, &many);
     bookie_stats_t st;
     bookie_get_stats(bk, &st);
     CU_ASSERT_TRUE(st.adds_waiting > 1000);
@@ -1357,11 +1365,7 @@ static void test_adds_wait_for_room(void)
     CU_ASSERT_EQUAL(bad, 0);
     /* A fenced ledger's waiting adds are refused when their turn comes. */
     burst_t late = {.want = 500};
-    for (int e = 0; e < 500; e++) {
-        qbuf_t *b = bt_entry(31, e, 1000);
-        CU_ASSERT_EQUAL(bookie_add(bk, 31, e, e - 1, b, burst_cb, &late), 0);
-        qbuf_unref(b);
-    }
+    burst_add(bk, 31, 0, 500, 1000, &late);
     bt_res_t fr = {0};
     CU_ASSERT_EQUAL(bt_wait(bookie_fence(bk, 31, bt_lac_cb, &fr), &fr), 0);
     CU_ASSERT_TRUE(test_run_until(bt_loop, &late.done, BT_WAIT_S));
@@ -1369,11 +1373,7 @@ static void test_adds_wait_for_room(void)
     CU_ASSERT_TRUE(late.failed > 0);
     /* Close with adds waiting: each gets its callback. */
     burst_t cut = {.want = 1000};
-    for (int e = 0; e < 1000; e++) {
-        qbuf_t *b = bt_entry(32, e, 1000);
-        CU_ASSERT_EQUAL(bookie_add(bk, 32, e, e - 1, b, burst_cb, &cut), 0);
-        qbuf_unref(b);
-    }
+    burst_add(bk, 32, 0, 1000, 1000, &cut);
     bookie_close(bk);
     CU_ASSERT_TRUE(cut.failed > 0);
     CU_ASSERT_EQUAL(cut.acked + cut.failed, 1000);
@@ -1400,11 +1400,7 @@ static void test_group_commit(void)
     CU_ASSERT_EQUAL(st1.journal_syncs - st0.journal_syncs, 1);
 
     burst_t many = {.want = 2000};
-    for (int e = 1; e <= 2000; e++) {
-        b = bt_entry(20, e, 1000);
-        CU_ASSERT_EQUAL(bookie_add(bk, 20, e, e - 1, b, burst_cb, &many), 0);
-        qbuf_unref(b);
-    }
+    burst_add(bk, 20, 1, 2000, 1000, &many);
     CU_ASSERT_TRUE(test_run_until(bt_loop, &many.done, BT_WAIT_S));
     CU_ASSERT_EQUAL(many.acked, 2000);
     bookie_stats_t st2;
@@ -1507,6 +1503,49 @@ static void test_flush_error_turns_read_only(void)
     free(dir);
 }
 
+/* A flush paced to a crawl (1 KiB a second) does not hold adds back: once the
+ * next cache is half full the flush stops pacing, so a burst far beyond the
+ * caches is stored whole (without that, each 64-KiB flush took a minute); and
+ * a close during a paced flush does not wait for the pace. */
+static void test_paced_flush_hurries(void)
+{
+    char *dir = bt_dir("bk-pace");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.write_cache_bytes = 64u << 10;
+    bookie_t *bk = bt_open(&cfg);
+    bookie_test_flush_pace(bk, 1024);
+    burst_t many = {.want = 1000};
+    burst_add(bk, 32, 0, 1000, 1000, &many);
+    CU_ASSERT_TRUE(test_run_until(bt_loop, &many.done, BT_WAIT_S));
+    CU_ASSERT_EQUAL(many.acked, 1000);
+    CU_ASSERT_EQUAL(many.failed, 0);
+    int bad = 0;
+    for (int e = 0; e < 1000; e += 37)
+        bad += bt_verify(bk, 32, e, 1000) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_close(bk);
+    /* A fresh bookie, one cache's worth and a little (bt_config: no periodic
+     * flush): one flush starts and paces (a minute for its 64 KiB; nothing
+     * fills the next cache to hurry it); the close ends the pacing. */
+    bk = bt_open(&cfg);
+    bookie_test_flush_pace(bk, 1024);
+    for (int e = 1000; e < 1070; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 32, e, e - 1, 1000), 0);
+    test_run_for(bt_loop, 0.2);
+    uint64_t t0 = clock_mono_us();
+    bookie_close(bk);
+    CU_ASSERT_TRUE(clock_mono_us() - t0 < 5 * 1000 * 1000);
+    bk = bt_open(&cfg);
+    bad = 0;
+    for (int e = 0; e < 1070; e++)
+        bad += bt_verify(bk, 32, e, 1000) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_periodic_checkpoint_trims_journal(void)
 {
     char *dir = bt_dir("bk-trim");
@@ -1523,8 +1562,23 @@ static void test_periodic_checkpoint_trims_journal(void)
         files = bt_count_files(dir, "journal", ".jnl", NULL, 0);
     }
     CU_ASSERT_TRUE(files <= 2);
+    /* Removed files are freed in the background (trash.h), then gone. */
+    int freeing = 99;
+    for (int i = 0; i < 500 && freeing > 0; i++) {
+        test_run_for(bt_loop, 0.01);
+        freeing = bt_count_files(dir, "journal", BK_TRASH_SUFFIX, NULL, 0);
+    }
+    CU_ASSERT_EQUAL(freeing, 0);
     bookie_test_abandon(bk); /* the checkpoint alone must make them readable */
+    /* What a crash left while a removed file was being freed goes at open. */
+    char left[4096];
+    snprintf(left, sizeof left, "%s/journal/0000000000000001.jnl" BK_TRASH_SUFFIX, dir);
+    FILE *f = fopen(left, "w");
+    TEST_REQUIRE(f != NULL);
+    fputs("freed in part", f);
+    fclose(f);
     bk = bt_open(&cfg);
+    CU_ASSERT_NOT_EQUAL(access(left, F_OK), 0);
     int bad = 0;
     for (int e = 0; e < 200; e++)
         bad += bt_verify(bk, 50, e, 2000) != 0;
@@ -1852,6 +1906,8 @@ static void register_suites(void)
     CU_add_test(s, "journal error turns read-only", test_journal_error_turns_read_only);
     CU_add_test(s, "flush error turns read-only", test_flush_error_turns_read_only);
     CU_add_test(s, "periodic checkpoint trims the journal", test_periodic_checkpoint_trims_journal);
+    CU_add_test(s, "a paced flush hurries for a full cache and for a close",
+                test_paced_flush_hurries);
     CU_add_test(s, "replace before fence", test_replace_before_fence);
     CU_add_test(s, "recovery add on a fenced ledger", test_recovery_add_on_fenced);
     CU_add_test(s, "disk full: adds refused until below the low mark", test_disk_full_refuses_adds);
