@@ -266,7 +266,7 @@ static void bookie_maybe_flush(bookie_t *bk, bool periodic)
     bk->cp_pos = bk->acked_pos;
     /* The pace (flush.c, "Pacing"): FLUSH_PACE_FACTOR times the rate this
      * cache filled at. */
-    uint64_t now = clock_mono_us(), fill_us = bk->freeze_us ? now - bk->freeze_us : 0;
+    uint64_t now = clock_mono_us(), fill_us = now - bk->freeze_us;
     uint64_t pace = 0;
     if (fill_us > 0) {
         pace = bk->frozen->bytes * FLUSH_PACE_FACTOR * 1000000u / fill_us;
@@ -1598,6 +1598,7 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
     gc_times_load(bk->ldir, clock_wall_ms(), &bk->gc_minor_ms, &bk->gc_major_ms);
     bookie_start_timers(bk);
     bk->opened = true;
+    bk->freeze_us = clock_mono_us(); /* the first flush is paced too */
     if (bk->cfg.disk_check_interval_ms)
         bookie_disk_check(bk); /* a full disk refuses the first add already */
     *out = bk;
