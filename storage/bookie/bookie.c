@@ -1370,7 +1370,7 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
     journal_pos_t cp;
     uint64_t records = 0;
     uint32_t next_log = 0;
-    int rc = checkpoint_load(bk->ldir, &cp, &bk->cp_gen);
+    int rc = checkpoint_load(bk->ldir, &cp);
     if (rc == 0)
         rc = ledger_meta_load(&bk->ledgers, bk->ldir, &bk->meta_size, &records);
     bk->meta_records = records;
@@ -1485,8 +1485,6 @@ static void bookie_free(bookie_t *bk)
         io_gate_destroy(&bk->gate);
     if (bk->meta_fd >= 0)
         close(bk->meta_fd);
-    if (bk->cp_fd >= 0)
-        close(bk->cp_fd);
     pthread_mutex_destroy(&bk->lock);
     pthread_mutex_destroy(&bk->flock);
     pthread_cond_destroy(&bk->fcond);
@@ -1540,7 +1538,6 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
     bk->dir = strdup(cfg->data_dir);
     bk->cfg.data_dir = bk->dir;
     bk->meta_fd = -1;
-    bk->cp_fd = -1;
     pthread_mutex_init(&bk->lock, NULL);
     pthread_mutex_init(&bk->flock, NULL);
     pthread_cond_init(&bk->fcond, NULL);

@@ -67,8 +67,7 @@
  * restart does not start the intervals again: text, "minor <ms>\nmajor <ms>\n",
  * replaced whole (rename) after each pass that compacts. */
 #define BOOKIE_COMPACTION_TIMES_FILE "compaction-times"
-/* 2: the journal may hold ADD_REF records; 3: two slots with generations */
-#define BOOKIE_CHECKPOINT_VERSION_MAX 3
+#define BOOKIE_CHECKPOINT_VERSION_MAX 2 /* 2: the journal may hold ADD_REF records */
 
 typedef struct gc_waiter {
     bookie_done_cb cb;
@@ -151,8 +150,6 @@ struct bookie {
     int64_t job_gc_minor_ms, job_gc_major_ms; /* ... and the compaction times to save */
     elog_writer_t writer;
     journal_pos_t cp_durable; /* the checkpoint file's position (GC unpins direct logs) */
-    int cp_fd;                /* the checkpoint file, once written (-1 before) */
-    uint32_t cp_gen;          /* generation of the last checkpoint written or loaded */
     int meta_fd;
     uint64_t meta_size, meta_records;
     bool meta_rewrite; /* tombstones collected: rewrite ledgers.meta */
@@ -176,7 +173,7 @@ int gc_run(bookie_t *bk, double threshold);
  * later than now) and save (flush thread, after a pass that compacted). */
 void gc_times_load(const char *ldir, int64_t now_ms, int64_t *minor_ms, int64_t *major_ms);
 void gc_times_save(const char *ldir, int64_t minor_ms, int64_t major_ms);
-int checkpoint_load(const char *ldir, journal_pos_t *out, uint32_t *gen);
+int checkpoint_load(const char *ldir, journal_pos_t *out);
 int meta_file_open(bookie_t *bk);
 int flusher_start(bookie_t *bk);
 /* Finishes the job in progress and any queued one, then joins. */

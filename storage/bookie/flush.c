@@ -32,23 +32,15 @@
  * location, and copied otherwise (a re-add of an entry whose previous version
  * sits in a newer log: rare).
  *
- * checkpoint file (ledgers/checkpoint, little-endian): two slots of 32 bytes at
- * offsets 0 and 4096 (two file system blocks, so that a write the device
- * garbles spoils one), written in turn in place (generation g to slot g & 1, pwrite +
- * fdatasync; no tmp file, rename or directory sync per checkpoint, which were
- * two more device flushes the journal's syncs waited behind). A crash during a
- * write can spoil only the slot written; the other holds the checkpoint
- * before, whose journal files are all still there (files are trimmed only
- * after the next checkpoint is durable). The slot with the higher generation
- * that verifies wins. A 32-byte file (one slot, version 1 or 2: written by
- * binaries before session 29) is read as generation 0.
+ * checkpoint file (ledgers/checkpoint, 32 bytes, little-endian):
  *
- *   offset size meaning (per slot)
+ *   offset size meaning
  *   0      4    magic 0x31504351 ("QCP1")
- *   4      4    version: 3 (1 and 2, older, are read; an older binary refuses 3)
+ *   4      4    version: 1, or 2 when the journal may hold ADD_REF records
+ *                (journal_large_entry_bytes != 0; an older binary refuses 2)
  *   8      8    journal file seq to replay from
  *   16     8    offset in that file
- *   24     4    generation (versions 1 and 2: zero)
+ *   24     4    reserved, zero
  *   28     4    crc32c of bytes 0..27
  *
  * GC pass (gc_run): pinned direct logs (entry_log.h) are skipped until the
@@ -78,7 +70,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,7 +83,6 @@
 
 #define CHECKPOINT_MAGIC 0x31504351u
 #define CHECKPOINT_BYTES 32u
-#define CHECKPOINT_SLOT_STRIDE 4096 /* slot 1's offset: another file system block */
 #define FLUSH_APPLY_BATCH 4096u
 #define META_REWRITE_MIN_BYTES (4u << 20)
 #define GC_CHUNK_RECORDS 4096u
@@ -100,95 +90,45 @@
 
 /* ----------------------------------------------------------- checkpoint -- */
 
-/* One slot: magic, version, position, generation, CRC (above). False when it
- * does not verify. */
-static bool checkpoint_slot_parse(const uint8_t *b, journal_pos_t *pos, uint32_t *gen)
-{
-    uint32_t version = get_le32(b + 4);
-    if (get_le32(b) != CHECKPOINT_MAGIC || version < 1 || version > BOOKIE_CHECKPOINT_VERSION_MAX ||
-        crc32c(0, b, 28) != get_le32(b + 28))
-        return false;
-    *pos = (journal_pos_t){get_le64(b + 8), get_le64(b + 16)};
-    *gen = version >= 3 ? get_le32(b + 24) : 0;
-    return true;
-}
-
-int checkpoint_load(const char *ldir, journal_pos_t *out, uint32_t *gen_out)
+int checkpoint_load(const char *ldir, journal_pos_t *out)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", ldir, BOOKIE_CHECKPOINT_FILE);
     *out = (journal_pos_t){0, 0};
-    *gen_out = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
-    uint8_t b[2][CHECKPOINT_BYTES];
-    struct stat st;
-    int rc = fstat(fd, &st) < 0 ? -errno : 0;
-    int slots = rc == 0 && st.st_size >= CHECKPOINT_SLOT_STRIDE + CHECKPOINT_BYTES ? 2 : 1;
-    for (int i = 0; rc == 0 && i < slots; i++)
-        rc = bk_pread_all(fd, b[i], CHECKPOINT_BYTES, (uint64_t)i * CHECKPOINT_SLOT_STRIDE);
+    uint8_t b[CHECKPOINT_BYTES];
+    int rc = bk_pread_all(fd, b, sizeof b, 0);
     close(fd);
-    journal_pos_t pos[2];
-    uint32_t gen[2];
-    bool ok[2] = {false, false};
-    for (int i = 0; rc == 0 && i < slots; i++)
-        ok[i] = checkpoint_slot_parse(b[i], &pos[i], &gen[i]);
-    if (rc == 0 && !ok[0] && !ok[1])
+    uint32_t version = rc == 0 ? get_le32(b + 4) : 0;
+    if (rc == 0 &&
+        (get_le32(b) != CHECKPOINT_MAGIC || version < 1 ||
+         version > BOOKIE_CHECKPOINT_VERSION_MAX || crc32c(0, b, 28) != get_le32(b + 28)))
         rc = QE_CORRUPT;
     if (rc) {
         log_error("bookie", "%s is unreadable or corrupt (%s): refusing to open", path,
                   q_strerror(rc));
         return rc;
     }
-    int i = ok[0] && ok[1] ? (gen[1] > gen[0] ? 1 : 0) : ok[1] ? 1 : 0;
-    static const uint8_t never[CHECKPOINT_BYTES]; /* a slot not written yet */
-    if (slots == 2 && !ok[1 - i] && memcmp(b[1 - i], never, CHECKPOINT_BYTES) != 0)
-        log_warn("bookie",
-                 "%s: slot %d does not verify (a write a crash cut short): the other one, "
-                 "generation %" PRIu32 ", is used",
-                 path, 1 - i, gen[i]);
-    *out = pos[i];
-    *gen_out = gen[i];
+    *out = (journal_pos_t){get_le64(b + 8), get_le64(b + 16)};
     return 0;
 }
 
 static int checkpoint_write(bookie_t *bk, journal_pos_t cp)
 {
-    int rc = 0;
-    bool created = false;
-    if (bk->cp_fd < 0) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", bk->ldir, BOOKIE_CHECKPOINT_FILE);
-        bk->cp_fd = open(path, O_RDWR | O_CLOEXEC);
-        if (bk->cp_fd < 0 && errno == ENOENT) {
-            bk->cp_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-            created = bk->cp_fd >= 0;
-        }
-        if (bk->cp_fd < 0)
-            rc = -errno;
-    }
-    uint32_t gen = bk->cp_gen + 1;
     uint8_t b[CHECKPOINT_BYTES] = {0};
     put_le32(b, CHECKPOINT_MAGIC);
-    put_le32(b + 4, BOOKIE_CHECKPOINT_VERSION_MAX);
+    put_le32(b + 4, bk->cfg.journal_large_entry_bytes ? 2 : 1);
     put_le64(b + 8, cp.seq);
     put_le64(b + 16, cp.off);
-    put_le32(b + 24, gen);
     put_le32(b + 28, crc32c(0, b, 28));
-    if (rc == 0)
-        rc = bk_pwrite_all(bk->cp_fd, b, sizeof b, (uint64_t)(gen & 1) * CHECKPOINT_SLOT_STRIDE);
-    if (rc == 0 && fdatasync(bk->cp_fd) < 0)
-        rc = -errno;
-    if (rc == 0 && created)
-        rc = bk_fsync_dir(bk->ldir);
-    if (rc) {
+    int rc = bk_write_file_atomic(bk->ldir, BOOKIE_CHECKPOINT_FILE, b, sizeof b);
+    if (rc)
         log_error("bookie", "cannot write the checkpoint in %s: %s", bk->ldir, q_strerror(rc));
-        return rc;
-    }
-    bk->cp_gen = gen;
-    bk->cp_durable = cp;
-    return 0;
+    else
+        bk->cp_durable = cp;
+    return rc;
 }
 
 /* ------------------------------------------------------------ meta file -- */

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "common/crc32c.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "storage/bookie/bookie_int.h"
@@ -1828,105 +1827,6 @@ static void bt_count_cb(int rc, int64_t l, int64_t e, void *arg)
     n[rc == 0 ? 0 : 1]++;
 }
 
-/* The checkpoint file's two slots (flush.c; at offsets 0 and CP_SLOT1), read
- * into slots[0..31] and slots[32..63]: which one is newest (the higher
- * generation among those whose CRC holds); -1 if neither. */
-#define CP_SLOT1 4096
-static int cp_newest_slot(const char *path, uint8_t slots[64], off_t *size)
-{
-    int fd = open(path, O_RDONLY);
-    TEST_REQUIRE(fd >= 0);
-    struct stat st;
-    TEST_REQUIRE(fstat(fd, &st) == 0);
-    *size = st.st_size;
-    memset(slots, 0, 64);
-    TEST_REQUIRE(pread(fd, slots, 32, 0) == 32);
-    if (st.st_size >= CP_SLOT1 + 32)
-        TEST_REQUIRE(pread(fd, slots + 32, 32, CP_SLOT1) == 32);
-    close(fd);
-    int best = -1;
-    for (int i = 0; i < 2; i++) {
-        const uint8_t *b = slots + 32 * i;
-        if (crc32c(0, b, 28) == get_le32(b + 28) &&
-            (best < 0 || get_le32(b + 24) > get_le32(slots + 32 * best + 24)))
-            best = i;
-    }
-    return best;
-}
-
-/* Checkpoints go to two slots in turn, in place: the newest spoiled (a write a
- * crash cut short) leaves the one before in force and nothing acknowledged is
- * lost; a one-slot file as binaries before session 29 wrote it (version 2) is
- * read and then written in slots; both spoiled refuse the open. */
-static void test_checkpoint_slots(void)
-{
-    char *dir = bt_dir("bk-cpslots");
-    bookie_config_t cfg;
-    bt_config(&cfg, dir);
-    cfg.journal_file_size_bytes = 64u << 10;
-    cfg.write_cache_bytes = 64u << 10; /* several flushes, so several checkpoints */
-    bookie_t *bk = bt_open(&cfg);
-    for (int e = 0; e < 150; e++)
-        CU_ASSERT_EQUAL(bt_add(bk, 70, e, e - 1, 2000), 0);
-    bookie_close(bk);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/ledgers/checkpoint", dir);
-    uint8_t slots[64];
-    off_t size;
-    int newest = cp_newest_slot(path, slots, &size);
-    CU_ASSERT_EQUAL(size, CP_SLOT1 + 32);
-    TEST_REQUIRE(newest >= 0);
-    CU_ASSERT_EQUAL(get_le32(slots + 32 * newest + 4), 3);
-    uint32_t gen = get_le32(slots + 32 * newest + 24);
-    CU_ASSERT_TRUE(gen >= 3);
-    CU_ASSERT_EQUAL(get_le32(slots + 32 * (1 - newest) + 24), gen - 1);
-
-    bt_flip_byte(path, CP_SLOT1 * newest + 12); /* its position */
-    bk = bt_open(&cfg);
-    int bad = 0;
-    for (int e = 0; e < 150; e++)
-        bad += bt_verify(bk, 70, e, 2000) != 0;
-    CU_ASSERT_EQUAL(bad, 0);
-    CU_ASSERT_EQUAL(bt_add(bk, 70, 150, 149, 2000), 0);
-    bookie_close(bk); /* the open's checkpoint (gen again) went over the spoiled slot */
-    newest = cp_newest_slot(path, slots, &size);
-    TEST_REQUIRE(newest >= 0);
-    CU_ASSERT_TRUE(get_le32(slots + 32 * newest + 24) > gen);
-    CU_ASSERT_EQUAL(crc32c(0, slots + 32 * (1 - newest), 28),
-                    get_le32(slots + 32 * (1 - newest) + 28));
-
-    /* One slot, version 2, generation 0: read, then written in slots. */
-    uint8_t old[32];
-    memcpy(old, slots + 32 * newest, 32);
-    put_le32(old + 4, 2);
-    put_le32(old + 24, 0);
-    put_le32(old + 28, crc32c(0, old, 28));
-    int fd = open(path, O_WRONLY | O_TRUNC);
-    TEST_REQUIRE(fd >= 0);
-    TEST_REQUIRE(pwrite(fd, old, sizeof old, 0) == (ssize_t)sizeof old);
-    close(fd);
-    bk = bt_open(&cfg);
-    bad = 0;
-    for (int e = 0; e <= 150; e++)
-        bad += bt_verify(bk, 70, e, 2000) != 0;
-    CU_ASSERT_EQUAL(bad, 0);
-    bookie_close(bk); /* checkpoints of generations 1 (slot 1) and 2 (slot 0) */
-    newest = cp_newest_slot(path, slots, &size);
-    CU_ASSERT_EQUAL(size, CP_SLOT1 + 32);
-    CU_ASSERT_EQUAL(newest, 0);
-    CU_ASSERT_EQUAL(get_le32(slots + 24), 2);
-    CU_ASSERT_EQUAL(get_le32(slots + 4), 3);
-    CU_ASSERT_EQUAL(get_le32(slots + 32 + 24), 1);
-
-    bt_flip_byte(path, 12);
-    bt_flip_byte(path, CP_SLOT1 + 12);
-    bookie_t *none = NULL;
-    CU_ASSERT_EQUAL(bookie_open(bt_loop, &cfg, &none), QE_CORRUPT);
-    CU_ASSERT_PTR_NULL(none);
-    test_rm_rf(dir);
-    free(dir);
-}
-
 /* A checkpoint persists only the ledgers that changed (the dirty list): with
  * 5000 ledgers known, one more add appends one 48-byte ledgers.meta record. */
 static void test_checkpoint_persists_only_changed_ledgers(void)
@@ -2015,8 +1915,6 @@ static void register_suites(void)
     CU_add_test(s, "disk usage keys", test_disk_config);
     CU_add_test(s, "journal with O_DIRECT and buffered: the same records",
                 test_journal_odirect_and_buffered);
-    CU_add_test(s, "checkpoint slots: the newest spoiled, a one-slot file, both spoiled",
-                test_checkpoint_slots);
     CU_add_test(s, "checkpoint persists only changed ledgers",
                 test_checkpoint_persists_only_changed_ledgers);
     bookie_direct_register();

@@ -74,18 +74,16 @@ static dt_loc_t dt_wait_indexed(bookie_t *bk, int64_t l, int64_t e, uint32_t len
     return loc;
 }
 
-/* The version of the checkpoint file's newest slot (flush.c). */
 static uint32_t dt_checkpoint_version(const char *dir)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/ledgers/checkpoint", dir);
     int fd = open(path, O_RDONLY);
     TEST_REQUIRE(fd >= 0);
-    uint8_t b[64] = {0};
-    TEST_REQUIRE(pread(fd, b, 32, 0) == 32);
-    (void)pread(fd, b + 32, 32, 4096); /* slot 1, once written */
+    uint8_t b[8];
+    TEST_REQUIRE(pread(fd, b, sizeof b, 0) == (ssize_t)sizeof b);
     close(fd);
-    return get_le32(b + (get_le32(b + 32 + 24) > get_le32(b + 24) ? 32 : 0) + 4);
+    return get_le32(b + 4);
 }
 
 /* ---------------------------------------------------------------- tests -- */
@@ -141,7 +139,7 @@ static void test_direct_replay_mixed(void)
     bookie_get_stats(bk, &st);
     CU_ASSERT_EQUAL(st.entry_log_bytes, large + small);
     CU_ASSERT_EQUAL(st.read_cache_hits, 0);
-    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 3);
+    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 2);
     bookie_close(bk);
     (void)n;
     test_rm_rf(dir);
@@ -597,9 +595,9 @@ static void test_direct_gc_and_compaction(void)
     free(dir);
 }
 
-/* Off (0): entries journaled whole. A store written either way opens either
- * way: old journals replay, and references replay whatever the setting. (The
- * checkpoint said 1 or 2 for it until session 29; 3, its two slots, since.) */
+/* Off (0): entries journaled whole, checkpoint version 1. A store written
+ * either way opens either way: old journals replay, and references replay
+ * whatever the setting. */
 static void test_direct_switch_off_and_on(void)
 {
     char *dir = bt_dir("bk-dswitch");
@@ -613,12 +611,12 @@ static void test_direct_switch_off_and_on(void)
     bookie_get_stats(bk, &st);
     CU_ASSERT_EQUAL(st.direct_bytes, 0);
     CU_ASSERT_EQUAL(st.entry_logs, 0);
-    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 3);
+    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 1);
     bookie_test_abandon(bk);
 
     bk = bt_open(&on); /* a version 1 journal */
     CU_ASSERT_EQUAL(bt_verify(bk, 20, 0, DT_LARGE), 0);
-    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 3);
+    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 2);
     CU_ASSERT_EQUAL(bt_add(bk, 20, 1, 0, DT_LARGE), 0);
     bookie_get_stats(bk, &st);
     CU_ASSERT_EQUAL(st.direct_bytes, DT_REC);
@@ -627,7 +625,7 @@ static void test_direct_switch_off_and_on(void)
     bk = bt_open(&off); /* references replay with the feature off too */
     CU_ASSERT_EQUAL(bt_verify(bk, 20, 0, DT_LARGE), 0);
     CU_ASSERT_EQUAL(bt_verify(bk, 20, 1, DT_LARGE), 0);
-    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 3);
+    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 1);
     bookie_close(bk);
     test_rm_rf(dir);
     free(dir);
