@@ -1060,8 +1060,9 @@ static int elog_roll(elog_writer_t *w)
  * the time before. Without it a flush's tens of MB sat in the page cache until
  * elog_sync's fdatasync sent them all at once, and the journal's small writes
  * and syncs, queued on the same device behind them, waited for all of them:
- * 10 ms add p99 and 55 ms p99.9 at 50,000 1-KiB adds a second, whose flushes
- * are 50 MB (storage-bench, session 29). Now at most two ranges are on their
+ * an add p99 of 11-17 ms at 50,000 1-KiB adds a second, whose flushes are 16
+ * MiB each (storage-bench, session 29: 4-5 ms with this, 1.6-2.2 with the
+ * flush's pacing as well, flush.c). Now at most two ranges are on their
  * way while a flush writes, and the final fdatasync finds little left.
  * BookKeeper's flushEntrylogBytes does the same. Errors are left to that
  * fdatasync, which reports them. */
