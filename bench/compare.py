@@ -18,6 +18,8 @@ Scenarios (see docs/performance.md):
   c  1 KiB at a fixed 50,000 msg/s (latency)            d  unbatched, 1 in flight (floor)
   e  100 topics x 10 producers, keyed, Key_Shared       f  catch-up of a backlog while publishing
   g  many topics, each with a producer, a subscription and one message; then idle
+  u  10 topics, unbatched 1 KiB at a fixed 20,000 msg/s (every message an entry of
+     its own: the bookie's small-entry path; not one of issue 6's scenarios)
   start  time from exec to the broker port accepting, empty data dir (Quire)
   xcheck pulsar-perf (Java) vs quire-perf, same produce load, both servers
 
@@ -295,6 +297,9 @@ def scen_args(sc, tag, secs, warm):
         return ["--topic-prefix", "e-" + tag, "--num-topics", 100, "--producers-per-topic", 10,
                 "--consumers-per-topic", 2, "--subscription-type", "Key_Shared", "--keys", 1000,
                 "--batcher", E_BATCHER[0], "--size", 1024, "--rate", 0, "--max-pending", 200, "--receiver-queue-size", 1000] + common
+    if sc == "u":
+        return ["--topic-prefix", "u-" + tag, "--num-topics", 10, "--size", 1024, "--rate", 20000,
+                "--disable-batching", "--max-pending", 1000, "--receiver-queue-size", 1000] + common
     raise ValueError(sc)
 
 
@@ -583,6 +588,7 @@ TABLE_KEYS = {
     "d": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
     "e": ["produce_msg_per_s", "consume_msg_per_s", "produce_mb_per_s", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
     "f": ["backlog_mb", "fill_mb_per_s", "catchup_mb_per_s", "live_produce_msg_per_s", "live_pub_p50_ms", "live_pub_p99_ms", "live_pub_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms"],
+    "u": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms"],
     "g": ["topics", "topics_per_s", "rss_before_mb", "rss_peak_mb", "rss_idle_mb", "idle_cpu_pct", "failed_procs"],
 }
 
@@ -676,7 +682,7 @@ def pulsar_cfgs_of(a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--scenarios", default="abcde", help="letters a-g; 'start' and 'xcheck' too, comma-separated")
+    ap.add_argument("--scenarios", default="abcde", help="letters a-g (and u); 'start' and 'xcheck' too, comma-separated")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
@@ -768,7 +774,7 @@ def main():
             targets = ([quire] if ci == 0 else []) + ([pul] if pul else [])
             for rep in range(a.reps):
                 for sc in letters:
-                    if sc in "abcde":
+                    if sc in "abcdeu":
                         for srv in targets:
                             tag = "%s%d%d" % (srv.label[0] + (cfg or "")[:2], ci, rep)
                             f = run_simple(sc, srv, perf, tag, a.seconds, a.warmup, servers, freeze_on)

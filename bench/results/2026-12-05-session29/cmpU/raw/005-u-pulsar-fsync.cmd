@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf both --service-url pulsar://127.0.0.1:58647 --json bench/results/2026-12-05-session29/cmpU/raw/005-u-pulsar-fsync.json --report-interval-s 5 --op-timeout-s 60 --topic-prefix u-pfs00 --num-topics 10 --size 1024 --rate 20000 --disable-batching --max-pending 1000 --receiver-queue-size 1000 --seconds 10 --warmup-seconds 3
