@@ -60,7 +60,6 @@
  * any more are dropped.
  */
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
