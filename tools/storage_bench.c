@@ -8,7 +8,7 @@
  *
  *   storage-bench [--dir DIR] [--sizes 100,1024,65536] [--seconds S]
  *                 [--inflight N] [--rate R] [--large-entry-bytes B]
- *                 [--group-bytes B]
+ *                 [--group-bytes B] [--timeline FILE]
  *
  * --rate R: adds are issued at a fixed R per second and latency is measured
  * from each add's scheduled time (no coordinated omission): this is the
@@ -20,6 +20,12 @@
  * bookie's default, 16 KiB; 0 turns it off): entries at least this large are
  * written once, to a direct entry log, with a reference in the journal.
  * --group-bytes B: the bookie's journal_group_bytes_max (default 512 KiB).
+ * --timeline FILE (with --rate): one CSV line per 10 ms of schedule: the adds
+ * scheduled in it, their worst latency, how many took over 1 and over 2 ms, and the
+ * bookie's counters sampled then (a flush running, write-cache bytes, entry-log bytes, journal
+ * syncs, files being freed), to place slow adds beside what the bookie did
+ * (mono_ms: the slot's start on CLOCK_MONOTONIC, to line it up with samplers).
+ * DIR is created when it does not exist.
  *
  * After each run the bookie's own counters are printed: journal fdatasyncs,
  * their mean duration, adds per fdatasync (the group commit batch), direct
@@ -69,12 +75,75 @@ typedef struct bench {
     size_t ring;
     hist_t hist; /* microseconds */
     ev_timer tick;
+    struct tl_slot *tl; /* --timeline: one slot per TL_SLOT_NS of schedule */
+    size_t tl_n;
     bool done;
 } bench_t;
 
 /* ------------------------------------------------------------- the disk -- */
 
 static bookie_t *bench_bookie; /* for its counters */
+
+/* ------------------------------------------------------------ timeline -- */
+
+#define TL_SLOT_NS 10000000ull /* 10 ms */
+
+typedef struct tl_slot {
+    uint32_t adds, slow, slower; /* adds scheduled in the slot; of them, over 1 and 2 ms */
+    uint32_t max_us;
+    bool sampled, flushing;
+    uint64_t wc_bytes, elog_bytes, jsyncs, freeing; /* the bookie's, at the slot's start */
+} tl_slot_t;
+
+static void tl_add(bench_t *b, uint64_t sched_ns, uint64_t us)
+{
+    size_t i = (size_t)((sched_ns - b->start_ns) / TL_SLOT_NS);
+    if (!b->tl || i >= b->tl_n)
+        return;
+    b->tl[i].adds++;
+    b->tl[i].slow += us > 1000;
+    b->tl[i].slower += us > 2000;
+    if (us > b->tl[i].max_us)
+        b->tl[i].max_us = (uint32_t)us;
+}
+
+static void tl_sample(bench_t *b, uint64_t now)
+{
+    size_t i = (size_t)((now - b->start_ns) / TL_SLOT_NS);
+    if (!b->tl || i >= b->tl_n || b->tl[i].sampled)
+        return;
+    bookie_stats_t st;
+    bookie_get_stats(bench_bookie, &st);
+    tl_slot_t *t = &b->tl[i];
+    t->sampled = true;
+    t->flushing = st.flushing;
+    t->wc_bytes = st.write_cache_bytes;
+    t->elog_bytes = st.entry_log_bytes;
+    t->jsyncs = st.journal_syncs;
+    t->freeing = st.gc_logs_freeing;
+}
+
+static void tl_write(const bench_t *b, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "storage-bench: %s: %s\n", path, strerror(errno));
+        return;
+    }
+    fprintf(f, "ms,mono_ms,adds,max_us,over_1ms,over_2ms,flushing,write_cache_bytes,entry_log_"
+               "bytes,journal_syncs,"
+               "files_freeing\n");
+    for (size_t i = 0; i < b->tl_n; i++) {
+        const tl_slot_t *t = &b->tl[i];
+        fprintf(f, "%llu,%llu,%u,%u,%u,%u,%d,%llu,%llu,%llu,%llu\n",
+                (unsigned long long)i * (TL_SLOT_NS / 1000000),
+                (unsigned long long)((b->start_ns + i * TL_SLOT_NS) / 1000000), t->adds, t->max_us,
+                t->slow, t->slower, t->flushing, (unsigned long long)t->wc_bytes,
+                (unsigned long long)t->elog_bytes, (unsigned long long)t->jsyncs,
+                (unsigned long long)t->freeing);
+    }
+    fclose(f);
+}
 
 static void disk_baseline(const char *dir)
 {
@@ -133,6 +202,7 @@ static void add_done(int rc, int64_t entry_id, void *arg)
         b->acked++;
         uint64_t t = b->issue_ns[(uint64_t)entry_id % b->ring];
         hist_record(&b->hist, (now - t) / 1000);
+        tl_add(b, t, (now - t) / 1000);
     }
     b->end_ns = now;
     if (!b->rate)
@@ -177,6 +247,7 @@ static void rate_tick(struct ev_loop *loop, ev_timer *w, int revents)
             b->done = true;
         return;
     }
+    tl_sample(b, now);
     /* Issue every add whose scheduled time has come, stamped with that time. */
     uint64_t due = (uint64_t)((double)(now - b->start_ns) / 1e9 * b->rate);
     while (b->issued < due && (int)b->inflight < (int)b->ring - 1) {
@@ -215,7 +286,7 @@ static void run_until(struct ev_loop *loop, volatile bool *flag)
 }
 
 static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, double seconds,
-                    int inflight, double rate)
+                    int inflight, double rate, const char *timeline)
 {
     static bench_t b;
     memset(&b, 0, sizeof b);
@@ -230,6 +301,10 @@ static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, doub
     memset(b.payload->data, 'x', size);
     b.payload->len = (uint32_t)size;
     hist_init(&b.hist);
+    if (timeline && rate > 0) {
+        b.tl_n = (size_t)(seconds * 1e9 / (double)TL_SLOT_NS) + 1;
+        b.tl = calloc(b.tl_n, sizeof *b.tl);
+    }
     open_wait_t ow = {0};
     ledger_quorum_t q = {1, 1, 1};
     int rc = ledger_create(lc, &q, ledger_created, &ow);
@@ -289,6 +364,9 @@ static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, doub
     bool closed = false;
     if (ledger_close(b.ledger, closed_cb, &closed) == 0)
         run_until(loop, &closed);
+    if (b.tl)
+        tl_write(&b, timeline);
+    free(b.tl);
     qbuf_unref(b.payload);
     free(b.issue_ns);
     return b.failed ? -1 : 0;
@@ -321,7 +399,7 @@ static void crc_bench(double seconds)
 
 int main(int argc, char **argv)
 {
-    const char *dir = NULL, *sizes = "100,1024,65536";
+    const char *dir = NULL, *sizes = "100,1024,65536", *timeline = NULL;
     double seconds = 5, rate = 0;
     int inflight = 1000;
     long large_entry_bytes = -1, group_bytes = -1; /* -1: the bookie's default */
@@ -341,12 +419,15 @@ int main(int argc, char **argv)
             large_entry_bytes = atol(argv[++i]);
         else if (strcmp(argv[i], "--group-bytes") == 0 && i + 1 < argc)
             group_bytes = atol(argv[++i]);
+        else if (strcmp(argv[i], "--timeline") == 0 && i + 1 < argc)
+            timeline = argv[++i];
         else if (strcmp(argv[i], "--crc") == 0)
             crc_only = true;
         else {
             fprintf(stderr, "usage: storage-bench [--dir DIR] [--sizes 100,1024,65536] "
                             "[--seconds S] [--inflight N] [--rate R] "
-                            "[--large-entry-bytes B] [--group-bytes B] | --crc [--seconds S]\n");
+                            "[--large-entry-bytes B] [--group-bytes B] [--timeline FILE] | "
+                            "--crc [--seconds S]\n");
             return 2;
         }
     }
@@ -359,6 +440,12 @@ int main(int argc, char **argv)
         perror("mkdtemp");
         return 1;
     }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "storage-bench: --dir %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    if (timeline && rate <= 0)
+        fprintf(stderr, "storage-bench: --timeline needs --rate (a fixed-rate run); ignored\n");
     log_set_level(LOG_WARN);
     disk_baseline(dir);
     struct ev_loop *loop = ev_default_loop(0);
@@ -403,7 +490,7 @@ int main(int argc, char **argv)
             p++;
         if (size == 0 || size > (5u << 20))
             continue;
-        if (run_size(loop, lc, size, seconds, inflight, rate) < 0)
+        if (run_size(loop, lc, size, seconds, inflight, rate, timeline) < 0)
             status = 1;
     }
     ledger_client_free(lc);

@@ -1157,6 +1157,7 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     *out = bk->stats;
     out->adds_waiting = bk->adds_waiting;
     out->write_cache_bytes = bk->caches[0].bytes + bk->caches[1].bytes;
+    out->flushing = bk->flushing;
     out->read_cache_bytes = bk->rcache.bytes;
     out->reads_inflight_bytes = bk->read_bytes_inflight;
     journal_get_stats(bk->journal, &out->journal_syncs, &out->journal_sync_us_total);

@@ -208,6 +208,7 @@ typedef struct bookie_stats {
     uint64_t reads_yielded;        /* large reads that waited for journal writes (io_gate.h) */
     uint64_t reads_yielded_us;     /* their time waiting */
     uint64_t write_cache_bytes;    /* both write caches, as counted against their bound */
+    bool flushing;                 /* a frozen cache is being flushed now */
     uint64_t read_cache_bytes;     /* the read cache, as counted against its bound */
     uint64_t reads_inflight_bytes; /* disk reads given to the reader threads */
     uint64_t disk_read_entries;    /* entries the reader threads read from disk */
