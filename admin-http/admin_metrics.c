@@ -693,7 +693,7 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "# HELP quire_bookie_disk_read_entries_total Entries the bookie read from disk.\n"
             "# TYPE quire_bookie_disk_read_entries_total counter\n"
             "quire_bookie_disk_read_entries_total %llu\n"
-            "# HELP quire_bookie_disk_reads_total Reads it issued for them (large records that "
+            "# HELP quire_bookie_disk_reads_total Reads it issued for them (records that "
             "follow one another in a log: one read).\n"
             "# TYPE quire_bookie_disk_reads_total counter\n"
             "quire_bookie_disk_reads_total %llu\n"

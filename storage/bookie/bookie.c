@@ -23,10 +23,10 @@
  * Disk reads given to the reader threads and not yet delivered on the loop
  * hold at most read_bytes_inflight_max bytes (one read whatever its size) and
  * fit the executor's queue; further ones wait in order (read_wait_*), holding
- * no data, and are given to the readers as deliveries make room. Large disk
- * reads asked for in one loop iteration are handed over when the loop is about
- * to wait, a ledger's next entries joined into runs (read_form_cb) that a
- * reader reads with one read where their records follow one another.
+ * no data, and are given to the readers as deliveries make room. Disk reads
+ * asked for in one loop iteration are handed over when the loop is about to
+ * wait, a ledger's next entries joined into runs (read_form_cb) that a reader
+ * reads with one read where their records follow one another.
  *
  * Disk usage: checked at open, every disk_check_interval_ms and after every
  * disk_check_bytes of adds, on the loop (statvfs of both directories,
@@ -926,37 +926,44 @@ static int read_enqueue(bookie_t *bk, read_job_t *j)
 }
 
 /* Whether j can be read with the run that head starts and tail ends: the next
- * entry of the same ledger in the same log, both large, the run within
- * BOOKIE_READ_RUN_BYTES, read_bytes_inflight_max and BOOKIE_READ_RUN_MAX
- * reads. Whether the records really follow one another is known on the reader
+ * entry of the same ledger in the same log, both large (only when large_ok)
+ * or both small, the run within BOOKIE_READ_RUN_BYTES (ELOG_RUN_SMALL_BYTES_MAX
+ * for small ones), read_bytes_inflight_max and BOOKIE_READ_RUN_MAX reads.
+ * Whether the records really follow one another is known on the reader
  * (entry_log_read_run). */
 static bool read_joins(const bookie_t *bk, const read_job_t *head, const read_job_t *tail, size_t n,
-                       const read_job_t *j)
+                       const read_job_t *j, bool large_ok)
 {
+    bool large = j->loc.length >= ELOG_DIO_READ_MIN;
     uint64_t run = (uint64_t)head->counted + j->counted;
     return n < BOOKIE_READ_RUN_MAX && j->ledger_id == tail->ledger_id &&
            j->entry_id == tail->entry_id + 1 && j->loc.log_id == tail->loc.log_id &&
-           j->loc.length >= ELOG_DIO_READ_MIN && tail->loc.length >= ELOG_DIO_READ_MIN &&
-           run <= BOOKIE_READ_RUN_BYTES && run <= bk->cfg.read_bytes_inflight_max;
+           large == (tail->loc.length >= ELOG_DIO_READ_MIN) && (large_ok || !large) &&
+           run <= (large ? BOOKIE_READ_RUN_BYTES : ELOG_RUN_SMALL_BYTES_MAX) &&
+           run <= bk->cfg.read_bytes_inflight_max;
 }
 
-/* The loop is about to wait: the large disk reads asked for during this
- * iteration (read_form_*) go to the readers, the next entries of a ledger
- * joined into runs read together, unless the journal wrote a small group
- * within BOOKIE_READ_RUN_QUIET_US. Later reads of this iteration (another
- * prepare watcher's) go at once (read_form_closed). */
+/* The loop is about to wait: the disk reads asked for during this iteration
+ * (read_form_*) go to the readers, the next entries of a ledger joined into
+ * runs read together: small entries always (their runs are read buffered,
+ * mostly from the page cache), large ones unless the journal wrote a small
+ * group within BOOKIE_READ_RUN_QUIET_US (a large run is one larger device
+ * read). Reads asked for later in this iteration (another prepare watcher's:
+ * the broker's socket flush dispatches more) wait for the next one
+ * (read_form_closed, read_idle). */
 static void read_form_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     (void)loop;
     (void)revents;
     bookie_t *bk = w->data;
-    bool runs = bk->read_form_head && !io_gate_writes_recent(&bk->gate, BOOKIE_READ_RUN_QUIET_US);
+    bool large_ok =
+        bk->read_form_head && !io_gate_writes_recent(&bk->gate, BOOKIE_READ_RUN_QUIET_US);
     while (bk->read_form_head) {
         read_job_t *head = bk->read_form_head, *tail = head;
         size_t n = 1;
         bk->read_form_head = head->next;
         head->next = NULL;
-        while (runs && bk->read_form_head && read_joins(bk, head, tail, n, bk->read_form_head)) {
+        while (bk->read_form_head && read_joins(bk, head, tail, n, bk->read_form_head, large_ok)) {
             read_job_t *j = bk->read_form_head;
             bk->read_form_head = j->next;
             j->next = NULL;
@@ -981,6 +988,14 @@ static void read_form_reopen_cb(struct ev_loop *loop, ev_check *w, int revents)
     bk->read_form_closed = false;
 }
 
+/* Active while reads asked for after read_form_cb wait for the next one: the
+ * loop polls without blocking, and the next prepare gives them to the readers. */
+static void read_form_idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+    (void)revents;
+    ev_idle_stop(loop, w);
+}
+
 static int bookie_read_disk(bookie_t *bk, const read_loc_t *loc, int64_t ledger_id,
                             int64_t entry_id, bookie_read_cb cb, void *arg)
 {
@@ -997,19 +1012,16 @@ static int bookie_read_disk(bookie_t *bk, const read_loc_t *loc, int64_t ledger_
                       .arg = arg};
     assert(j->log != NULL);
     j->log->refs++;
-    if (loc->length >= ELOG_DIO_READ_MIN && !bk->read_form_closed) {
-        /* given to the readers when the loop is about to wait, maybe with the
-         * next entries (read_form_cb) */
-        if (bk->read_form_tail)
-            bk->read_form_tail->next = j;
-        else
-            bk->read_form_head = j;
-        bk->read_form_tail = j;
-    } else if (read_enqueue(bk, j) != 0) {
-        entry_log_unref(j->log);
-        free(j);
-        return QE_BUSY;
-    }
+    /* given to the readers when the loop is about to wait, maybe with the next
+     * entries (read_form_cb): this iteration's prepare, or (asked for after
+     * it) the next one, which the idle watcher keeps from blocking */
+    if (bk->read_form_tail)
+        bk->read_form_tail->next = j;
+    else
+        bk->read_form_head = j;
+    bk->read_form_tail = j;
+    if (bk->read_form_closed && !ev_is_active(&bk->read_idle))
+        ev_idle_start(bk->loop, &bk->read_idle);
     bk->reads_pending++;
     return 0;
 }
@@ -1463,6 +1475,8 @@ static void bookie_start_timers(bookie_t *bk)
     bk->read_check.data = bk;
     ev_check_start(bk->loop, &bk->read_check);
     ev_unref(bk->loop);
+    ev_idle_init(&bk->read_idle, read_form_idle_cb);
+    bk->read_idle.data = bk;
     if (bk->cfg.disk_check_interval_ms) {
         double every = bk->cfg.disk_check_interval_ms / 1000.0;
         ev_timer_init(&bk->disk_timer, bookie_disk_timer_cb, every, every);
@@ -1507,6 +1521,7 @@ static void bookie_stop_threads(bookie_t *bk)
         ev_prepare_stop(bk->loop, &bk->read_prepare);
         ev_ref(bk->loop);
         ev_check_stop(bk->loop, &bk->read_check);
+        ev_idle_stop(bk->loop, &bk->read_idle);
         if (ev_is_active(&bk->disk_timer)) {
             ev_ref(bk->loop);
             ev_timer_stop(bk->loop, &bk->disk_timer);

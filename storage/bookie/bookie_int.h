@@ -119,13 +119,15 @@ struct bookie {
      * loop, and the reads waiting for room, oldest first (bookie.c) */
     uint64_t read_bytes_inflight;
     struct read_job *read_wait_head, *read_wait_tail;
-    /* large disk reads asked for in this loop iteration, given to the readers
-     * by read_prepare before the loop waits; closed from then until it wakes
-     * (read_check): later ones go at once */
+    /* disk reads asked for in this loop iteration, given to the readers by
+     * read_prepare before the loop waits; asked for after it (another
+     * prepare watcher's, until read_check reopens), they wait for the next
+     * iteration, which read_idle makes one that does not block */
     struct read_job *read_form_head, *read_form_tail;
     bool read_form_closed;
     ev_prepare read_prepare;
     ev_check read_check;
+    ev_idle read_idle;
     bool readers_stopping;
     ev_timer flush_timer, gc_timer;
     bool gc_running;

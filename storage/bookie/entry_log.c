@@ -723,33 +723,46 @@ static int elog_read_verify(const entry_log_t *log, uint64_t offset, uint32_t le
 
 /* Where the run of records that can share one read, from recs[i], ends
  * (exclusive): each large, after the one before it by at most
- * ELOG_RUN_GAP_MAX bytes, all within ELOG_RUN_BYTES_MAX of aligned blocks. */
+ * ELOG_RUN_GAP_MAX bytes, all within ELOG_RUN_BYTES_MAX of aligned blocks
+ * (read with O_DIRECT); or each small, at most ELOG_RUN_SMALL_GAP_MAX bytes
+ * after the one before, within ELOG_RUN_SMALL_BYTES_MAX (read buffered). */
 static size_t run_end(const entry_log_t *log, const elog_read_t *recs, size_t i, size_t n)
 {
-    if (log->dio_fd < 0 || recs[i].length < ELOG_DIO_READ_MIN)
+    bool large = recs[i].length >= ELOG_DIO_READ_MIN;
+    if (large && log->dio_fd < 0)
         return i + 1;
-    uint64_t start = recs[i].offset / log->dio_align * log->dio_align;
+    uint64_t start = large ? recs[i].offset / log->dio_align * log->dio_align : recs[i].offset;
+    uint64_t gap_max = large ? ELOG_RUN_GAP_MAX : ELOG_RUN_SMALL_GAP_MAX;
+    uint64_t bytes_max = large ? ELOG_RUN_BYTES_MAX : ELOG_RUN_SMALL_BYTES_MAX;
     uint64_t end = recs[i].offset + ELOG_HEADER_BYTES + recs[i].length;
     size_t k = i + 1;
     for (; k < n; k++) {
         uint64_t o = recs[k].offset, e = o + ELOG_HEADER_BYTES + recs[k].length;
-        if (recs[k].length < ELOG_DIO_READ_MIN || o < end || o - end > ELOG_RUN_GAP_MAX ||
-            e - start > ELOG_RUN_BYTES_MAX)
+        if ((recs[k].length >= ELOG_DIO_READ_MIN) != large || o < end || o - end > gap_max ||
+            e - start > bytes_max)
             break;
         end = e;
     }
     return k;
 }
 
-/* recs[0..n) with one O_DIRECT read of the blocks around them all; each
+/* recs[0..n) with one read of the bytes around them all: O_DIRECT of the
+ * aligned blocks for large records, a buffered pread for small ones; each
  * record verified alone. Nonzero: the read itself failed (nothing taken). */
 static int run_read(const entry_log_t *log, elog_read_t *recs, size_t n)
 {
-    uint64_t a = log->dio_align, start = recs[0].offset / a * a;
+    bool large = recs[0].length >= ELOG_DIO_READ_MIN;
+    uint64_t a = large ? log->dio_align : 1, start = recs[0].offset / a * a;
     uint64_t end = recs[n - 1].offset + ELOG_HEADER_BYTES + recs[n - 1].length;
     uint64_t span = (end - start + a - 1) / a * a;
-    uint8_t *buf;
-    int rc = dio_read_blocks(log, start, span, end - start, &buf);
+    uint8_t *buf = NULL;
+    int rc;
+    if (large) {
+        rc = dio_read_blocks(log, start, span, end - start, &buf);
+    } else {
+        buf = bounce_get((size_t)span, 64);
+        rc = buf ? bk_pread_all(log->fd, buf, (size_t)span, start) : -ENOMEM;
+    }
     for (size_t i = 0; rc == 0 && i < n; i++) {
         elog_read_t *r = &recs[i];
         r->out = NULL;

@@ -194,9 +194,16 @@ typedef struct elog_read {
  * twice what one of 128 KiB gets (docs/bookie.md, "Reads"). */
 #define ELOG_RUN_BYTES_MAX (1u << 20)
 #define ELOG_RUN_GAP_MAX (64u << 10)
+/* Small records (below ELOG_DIO_READ_MIN) that follow one another in a log
+ * (at most ELOG_RUN_SMALL_GAP_MAX bytes apart, ELOG_RUN_SMALL_BYTES_MAX in all:
+ * a flush writes each ledger's entries back to back) are read with one
+ * buffered pread instead of two each: a catch-up of small entries is mostly
+ * the page cache's, and the per-entry reads were its cost. */
+#define ELOG_RUN_SMALL_BYTES_MAX (128u << 10)
+#define ELOG_RUN_SMALL_GAP_MAX (4u << 10)
 /* Reads and verifies recs[0..n) of log (any thread), in the order given,
- * runs of them with one read each (above); every record is checked alone, and
- * when a shared read fails each of its records is read again alone (its own
+ * runs of them (of large records or of small ones) with one read each (above); every record is
+ * checked alone, and when a shared read fails each of its records is read again alone (its own
  * error). Returns the number of reads issued. */
 size_t entry_log_read_run(const entry_log_t *log, elog_read_t *recs, size_t n);
 /* The same, also requiring the record's crc (header with crc 0, then payload)

@@ -14,9 +14,10 @@
  *   - a summary's accepted runs lie inside the .idx, and looking up their
  *     records fails cleanly or finds a record inside the log;
  *   - entry_log_read_run over every record read above (in that order, so
- *     large records that follow one another share one O_DIRECT read, and a
- *     record past the log's end makes a shared read fail) gives each record
- *     exactly the result its own read gave: the same error, or the same bytes.
+ *     records that follow one another share one read, O_DIRECT for large
+ *     ones and buffered for small ones, and a record past the log's end makes
+ *     a shared read fail) gives each record exactly the result its own read
+ *     gave: the same error, or the same bytes.
  *
  * Input layout (so the fuzzer reaches past the checksums, the harness can
  * write valid ones itself):

@@ -285,7 +285,8 @@ static void test_direct_no_payload_in_write_cache(void)
 
 typedef struct dt_reads {
     int done, ok, corrupt;
-    int64_t bad; /* the entry whose record was damaged (-1: none) */
+    int64_t bad;   /* the entry whose record was damaged (-1: none) */
+    uint32_t size; /* the entries' size (0: DT_LARGE) */
 } dt_reads_t;
 
 static void dt_read_cb(int rc, int64_t l, int64_t e, qbuf_t *b, int64_t lac, void *arg)
@@ -293,29 +294,63 @@ static void dt_read_cb(int rc, int64_t l, int64_t e, qbuf_t *b, int64_t lac, voi
     (void)lac;
     dt_reads_t *st = arg;
     st->done++;
-    if (rc == 0 && b && bt_check(l, e, b, DT_LARGE))
+    if (rc == 0 && b && bt_check(l, e, b, st->size ? st->size : DT_LARGE))
         st->ok++;
     else if (rc == QE_CORRUPT && !b && e == st->bad)
         st->corrupt++;
 }
 
-/* Asks for entries 0..n-1 of ledger 7 in one loop iteration, as a ledger read
- * does, and waits for them all; *ops: the disk reads the bookie issued. */
-static dt_reads_t dt_read_all(bookie_t *bk, int n, int64_t bad, uint64_t *ops)
+/* Asks for entries 0..n-1 of ledger 7 (of size bytes each) in one loop
+ * iteration, as a ledger read does: from the test itself, or (late) from a
+ * check watcher that runs before the bookie's, i.e. after its prepare watcher
+ * formed this iteration's runs, as the broker's socket flush does; waits for
+ * them all; *ops: the disk reads the bookie issued. */
+typedef struct dt_late {
+    ev_check w;
+    bookie_t *bk;
+    int n;
+    dt_reads_t *st;
+} dt_late_t;
+
+static void dt_late_cb(struct ev_loop *loop, ev_check *w, int revents)
 {
-    dt_reads_t st = {.bad = bad};
+    (void)revents;
+    dt_late_t *late = w->data;
+    ev_check_stop(loop, w);
+    for (int e = 0; e < late->n; e++)
+        CU_ASSERT_EQUAL(bookie_read(late->bk, 7, e, dt_read_cb, late->st), 0);
+}
+
+static dt_reads_t dt_read_all_as(bookie_t *bk, int n, uint32_t size, bool late_ask, int64_t bad,
+                                 uint64_t *ops)
+{
+    dt_reads_t st = {.bad = bad, .size = size};
     bookie_stats_t s0, s1;
     /* no small group journaled within BOOKIE_READ_RUN_QUIET_US: runs allowed */
     test_run_for(bt_loop, 2.0 * BOOKIE_READ_RUN_QUIET_US / 1e6);
     bookie_get_stats(bk, &s0);
-    for (int e = 0; e < n; e++)
-        CU_ASSERT_EQUAL(bookie_read(bk, 7, e, dt_read_cb, &st), 0);
+    dt_late_t late = {.bk = bk, .n = n, .st = &st};
+    if (late_ask) {
+        ev_check_init(&late.w, dt_late_cb);
+        late.w.data = &late;
+        ev_check_start(bt_loop, &late.w);
+    } else {
+        for (int e = 0; e < n; e++)
+            CU_ASSERT_EQUAL(bookie_read(bk, 7, e, dt_read_cb, &st), 0);
+    }
     for (int i = 0; i < 1000 && st.done < n; i++)
         test_run_for(bt_loop, 0.01);
+    ev_check_stop(bt_loop, &late.w);
     bookie_get_stats(bk, &s1);
+    CU_ASSERT_EQUAL(st.done, n);
     CU_ASSERT_EQUAL(s1.disk_read_entries - s0.disk_read_entries, (uint64_t)n);
     *ops = s1.disk_read_ops - s0.disk_read_ops;
     return st;
+}
+
+static dt_reads_t dt_read_all(bookie_t *bk, int n, int64_t bad, uint64_t *ops)
+{
+    return dt_read_all_as(bk, n, DT_LARGE, false, bad, ops);
 }
 
 /* Large reads of a ledger's next entries, asked for together while the journal
@@ -373,6 +408,45 @@ static void test_direct_reads_in_runs(void)
         CU_ASSERT_EQUAL(one.ok, 1);
         CU_ASSERT_EQUAL(s1.disk_read_ops - s0.disk_read_ops, 1);
     }
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* Small entries a flush wrote back to back are read in runs too (one buffered
+ * read for the 40, their records checked alone: a damaged one fails its own
+ * read and no other), also when they are asked for after the loop's prepare
+ * watcher ran (the broker's socket flush asks for more then): they wait for
+ * the next iteration, which does not block, instead of going one by one. */
+static void test_small_reads_in_runs(void)
+{
+    char *dir = bt_dir("bk-sruns");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    cfg.read_cache_bytes = 0; /* every read from disk */
+    enum { N = 40, SIZE = 1000 };
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < N; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 7, e, e - 1, SIZE), 0);
+    bookie_close(bk); /* flushed: now in a log, read from the disk */
+    bk = bt_open(&cfg);
+    uint64_t ops;
+    dt_reads_t st = dt_read_all_as(bk, N, SIZE, false, -1, &ops);
+    CU_ASSERT_EQUAL(st.ok, N);
+    CU_ASSERT_EQUAL(ops, 1);
+    st = dt_read_all_as(bk, N, SIZE, true, -1, &ops);
+    CU_ASSERT_EQUAL(st.ok, N);
+    CU_ASSERT_EQUAL(ops, 1);
+    bookie_close(bk);
+
+    char lpath[4096];
+    TEST_REQUIRE(bt_count_files(dir, "ledgers", ".log", lpath, sizeof lpath) == 1);
+    bt_flip_byte(lpath, 5 * (off_t)(ELOG_HEADER_BYTES + SIZE) + ELOG_HEADER_BYTES + 100);
+    bk = bt_open(&cfg);
+    st = dt_read_all_as(bk, N, SIZE, false, 5, &ops);
+    CU_ASSERT_EQUAL(st.ok, N - 1);
+    CU_ASSERT_EQUAL(st.corrupt, 1);
+    CU_ASSERT_EQUAL(ops, 1);
     bookie_close(bk);
     test_rm_rf(dir);
     free(dir);
@@ -1253,6 +1327,8 @@ void bookie_direct_register(void)
                 test_direct_no_payload_in_write_cache);
     CU_add_test(s, "large reads of next entries share one disk read; a bad record fails alone",
                 test_direct_reads_in_runs);
+    CU_add_test(s, "small reads of next entries share one read, also when asked for late",
+                test_small_reads_in_runs);
     CU_add_test(s, "a run whose shared read fails: each record read alone, its own result",
                 test_run_shared_read_fails);
     CU_add_test(s, "re-adds across direct and flushed logs: newest wins",
