@@ -20,11 +20,13 @@
  * bookie's default, 16 KiB; 0 turns it off): entries at least this large are
  * written once, to a direct entry log, with a reference in the journal.
  * --group-bytes B: the bookie's journal_group_bytes_max (default 512 KiB).
- * --timeline FILE (with --rate): one CSV line per 10 ms of schedule: the adds
- * scheduled in it, their worst latency, how many took over 1 and over 2 ms, and the
- * bookie's counters sampled then (a flush running, write-cache bytes, entry-log bytes, journal
- * syncs, files being freed), to place slow adds beside what the bookie did
- * (mono_ms: the slot's start on CLOCK_MONOTONIC, to line it up with samplers).
+ * --timeline FILE (with --rate): one CSV line per 10 ms of schedule: the
+ * entry size, the adds scheduled in it, their worst latency, how many took
+ * over 1 and over 2 ms, and the bookie's counters sampled then (a flush
+ * running, write-cache bytes, entry-log bytes, journal syncs, files being
+ * freed), to place slow adds beside what the bookie did (mono_ms: the slot's
+ * start on CLOCK_MONOTONIC, to line it up with samplers); one run after the
+ * other when --sizes names several.
  * DIR is created when it does not exist.
  *
  * After each run the bookie's own counters are printed: journal fdatasyncs,
@@ -125,17 +127,19 @@ static void tl_sample(bench_t *b, uint64_t now)
 
 static void tl_write(const bench_t *b, const char *path)
 {
-    FILE *f = fopen(path, "w");
+    static bool started; /* the first run writes the header, later sizes append */
+    FILE *f = fopen(path, started ? "a" : "w");
     if (!f) {
         fprintf(stderr, "storage-bench: %s: %s\n", path, strerror(errno));
         return;
     }
-    fprintf(f, "ms,mono_ms,adds,max_us,over_1ms,over_2ms,flushing,write_cache_bytes,entry_log_"
-               "bytes,journal_syncs,"
-               "files_freeing\n");
+    if (!started)
+        fprintf(f, "size,ms,mono_ms,adds,max_us,over_1ms,over_2ms,flushing,"
+                   "write_cache_bytes,entry_log_bytes,journal_syncs,files_freeing\n");
+    started = true;
     for (size_t i = 0; i < b->tl_n; i++) {
         const tl_slot_t *t = &b->tl[i];
-        fprintf(f, "%llu,%llu,%u,%u,%u,%u,%d,%llu,%llu,%llu,%llu\n",
+        fprintf(f, "%zu,%llu,%llu,%u,%u,%u,%u,%d,%llu,%llu,%llu,%llu\n", b->size,
                 (unsigned long long)i * (TL_SLOT_NS / 1000000),
                 (unsigned long long)((b->start_ns + i * TL_SLOT_NS) / 1000000), t->adds, t->max_us,
                 t->slow, t->slower, t->flushing, (unsigned long long)t->wc_bytes,

@@ -202,9 +202,10 @@ typedef struct elog_read {
 #define ELOG_RUN_SMALL_BYTES_MAX (128u << 10)
 #define ELOG_RUN_SMALL_GAP_MAX (4u << 10)
 /* Reads and verifies recs[0..n) of log (any thread), in the order given,
- * runs of them (of large records or of small ones) with one read each (above); every record is
- * checked alone, and when a shared read fails each of its records is read again alone (its own
- * error). Returns the number of reads issued. */
+ * runs of them (of large records or of small ones) with one read each
+ * (above); every record is checked alone, and when a shared read fails each
+ * of its records is read again alone (its own error). Returns the number of
+ * reads issued. */
 size_t entry_log_read_run(const entry_log_t *log, elog_read_t *recs, size_t n);
 /* The same, also requiring the record's crc (header with crc 0, then payload)
  * to be crc: how journal replay checks the target of a reference record. */
