@@ -697,6 +697,10 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "follow one another in a log: one read).\n"
             "# TYPE quire_bookie_disk_reads_total counter\n"
             "quire_bookie_disk_reads_total %llu\n"
+            "# HELP quire_bookie_disk_idx_reads_total Reads of index records it issued to find "
+            "them (records that follow one another in an index file: one read).\n"
+            "# TYPE quire_bookie_disk_idx_reads_total counter\n"
+            "quire_bookie_disk_idx_reads_total %llu\n"
             "# HELP quire_bookie_write_cache_bytes Entries in the bookie's write caches (active "
             "and being flushed), as counted against their bound.\n"
             "# TYPE quire_bookie_write_cache_bytes gauge\n"
@@ -726,11 +730,11 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             (unsigned long long)st.adds_waiting, (unsigned long long)st.adds_waited,
             (unsigned long long)st.reads_waited, (unsigned long long)st.reads_yielded,
             (double)st.reads_yielded_us / 1e6, (unsigned long long)st.disk_read_entries,
-            (unsigned long long)st.disk_read_ops, (unsigned long long)st.write_cache_bytes,
-            (unsigned long long)st.read_cache_bytes, (unsigned long long)st.reads_inflight_bytes,
-            (unsigned long long)st.gc_passes, (unsigned long long)st.gc_logs_removed,
-            (unsigned long long)st.gc_logs_compacted, (unsigned long long)st.gc_compacted_bytes,
-            (unsigned long long)st.gc_logs_freeing);
+            (unsigned long long)st.disk_read_ops, (unsigned long long)st.disk_idx_read_ops,
+            (unsigned long long)st.write_cache_bytes, (unsigned long long)st.read_cache_bytes,
+            (unsigned long long)st.reads_inflight_bytes, (unsigned long long)st.gc_passes,
+            (unsigned long long)st.gc_logs_removed, (unsigned long long)st.gc_logs_compacted,
+            (unsigned long long)st.gc_compacted_bytes, (unsigned long long)st.gc_logs_freeing);
     fprintf(f,
             "# HELP quire_bookie_direct_syncs_total Writes of large entries to direct entry "
             "logs with their fdatasync (journalLargeEntryThreshold).\n"

@@ -713,42 +713,60 @@ typedef struct read_job {
     uint32_t counted; /* bytes counted in read_bytes_inflight (loc.length at submit;
                        * a run's first: the whole run's) */
     uint32_t ops;     /* reads issued (a run's first: for the whole run) */
+    uint32_t idx_ops; /* idx reads issued (likewise) */
     qbuf_t *out;
     int rc;
     bookie_read_cb cb;
     void *arg;
 } read_job_t;
 
-/* Reader thread: locates each entry of the run j heads (its idx record, unless
- * the location is known), then reads them all (entry_log_read_run: records
- * that follow one another in the log with one read). */
+/* Reader thread: locates each entry of the run j heads (its idx record,
+ * unless the location is known; idx records that follow one another with one
+ * read: entry_log_locate_run), then reads them all (entry_log_read_run:
+ * records that follow one another in the log with one read). */
 static void bookie_read_work(void *p)
 {
     read_job_t *head = p;
     elog_read_t recs[BOOKIE_READ_RUN_MAX];
+    elog_locate_t locs[BOOKIE_READ_RUN_MAX];
     read_job_t *jobs[BOOKIE_READ_RUN_MAX];
-    size_t n = 0;
+    size_t n = 0, m = 0;
     for (int i = 0; atomic_load(&head->bk->test_hold_reads) && i < 10000; i++)
         nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
     for (read_job_t *j = head; j; j = j->chain) {
-        uint64_t offset = j->loc.offset;
-        uint32_t length = j->loc.length;
-        j->rc = j->loc.pos == READ_POS_NONE ? 0
-                                            : entry_log_locate(j->log, j->loc.pos, j->ledger_id,
-                                                               j->entry_id, &offset, &length);
-        if (j->rc == 0 && j->loc.pos != READ_POS_NONE && length > j->loc.length) {
+        assert(m < BOOKIE_READ_RUN_MAX);
+        jobs[m] = j;
+        locs[m++] = (elog_locate_t){.ledger_id = j->ledger_id,
+                                    .entry_id = j->entry_id,
+                                    .offset = j->loc.offset,
+                                    .length = j->loc.length};
+    }
+    uint32_t idx_ops = 0;
+    for (size_t i = 0, k; i < m; i = k) {
+        read_job_t *j = jobs[i];
+        for (k = i + 1; k < m && j->loc.pos != READ_POS_NONE &&
+                        jobs[k]->loc.pos == j->loc.pos + (k - i) * ELOG_IDX_RECORD_BYTES;
+             k++)
+            ;
+        if (j->loc.pos != READ_POS_NONE)
+            idx_ops += (uint32_t)entry_log_locate_run(j->log, j->loc.pos, locs + i, k - i);
+    }
+    head->idx_ops = idx_ops;
+    for (size_t i = 0; i < m; i++) {
+        read_job_t *j = jobs[i];
+        j->rc = locs[i].rc;
+        if (j->rc == 0 && j->loc.pos != READ_POS_NONE && locs[i].length > j->loc.length) {
             /* Every entry indexed raised its ledger's largest length: an idx record
              * saying more does not describe what was indexed (nor is it read). */
             log_error("bookie",
                       "entry %" PRId64 ":%" PRId64 ": idx record of %" PRIu32 " bytes, above"
                       " the %" PRIu32 " of the ledger's largest entry",
-                      j->ledger_id, j->entry_id, length, j->loc.length);
+                      j->ledger_id, j->entry_id, locs[i].length, j->loc.length);
             j->rc = QE_CORRUPT;
         }
         if (j->rc == 0) {
-            assert(n < BOOKIE_READ_RUN_MAX);
-            recs[n] = (elog_read_t){.offset = offset,
-                                    .length = length,
+            recs[n] = (elog_read_t){.offset = locs[i].offset,
+                                    .length = locs[i].length,
                                     .ledger_id = j->ledger_id,
                                     .entry_id = j->entry_id};
             jobs[n++] = j;
@@ -864,6 +882,7 @@ static void bookie_read_done(void *p)
     bookie_t *bk = j->bk;
     bk->read_bytes_inflight -= j->counted;
     bk->stats.disk_read_ops += j->ops;
+    bk->stats.disk_idx_read_ops += j->idx_ops;
     while (j) {
         read_job_t *next = j->chain;
         read_deliver(bk, j);

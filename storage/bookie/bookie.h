@@ -214,6 +214,8 @@ typedef struct bookie_stats {
     uint64_t disk_read_entries;    /* entries the reader threads read from disk */
     uint64_t disk_read_ops;        /* reads they issued for them (a run of large
                                     * records that follow one another: one) */
+    uint64_t disk_idx_read_ops;    /* reads of idx records they issued (a run of
+                                    * records that follow one another: one) */
     double disk_usage;             /* the fuller directory's at the last check (0..1) */
     bool disk_full;                /* adds refused until usage is below the low mark */
     bool read_only;                /* adds refused after an I/O error (until a restart) */

@@ -845,11 +845,11 @@ int elog_idx_append(const char *dir, entry_log_t *log, const uint8_t *recs, size
     return 0;
 }
 
-int entry_log_locate(const entry_log_t *log, uint64_t pos, int64_t ledger_id, int64_t entry_id,
-                     uint64_t *offset, uint32_t *length)
+/* Checks the idx record r read from byte pos of log's .idx (rc: that read's
+ * result) against the ids asked for; fills *offset and *length. */
+static int locate_check(const entry_log_t *log, uint64_t pos, const uint8_t *r, int rc,
+                        int64_t ledger_id, int64_t entry_id, uint64_t *offset, uint32_t *length)
 {
-    uint8_t r[ELOG_IDX_RECORD_BYTES];
-    int rc = bk_pread_all(log->idx_fd, r, sizeof r, pos);
     const char *why = rc == QE_CORRUPT ? "short file" : NULL;
     if (rc == 0 && !idx_record_valid(r))
         why = "checksum mismatch";
@@ -867,6 +867,39 @@ int entry_log_locate(const entry_log_t *log, uint64_t pos, int64_t ledger_id, in
     *offset = get_le64(r + 16);
     *length = get_le32(r + 24);
     return 0;
+}
+
+int entry_log_locate(const entry_log_t *log, uint64_t pos, int64_t ledger_id, int64_t entry_id,
+                     uint64_t *offset, uint32_t *length)
+{
+    uint8_t r[ELOG_IDX_RECORD_BYTES];
+    int rc = bk_pread_all(log->idx_fd, r, sizeof r, pos);
+    return locate_check(log, pos, r, rc, ledger_id, entry_id, offset, length);
+}
+
+size_t entry_log_locate_run(const entry_log_t *log, uint64_t pos, elog_locate_t *l, size_t n)
+{
+    enum { CHUNK = 64 };
+    uint8_t r[CHUNK * ELOG_IDX_RECORD_BYTES];
+    size_t ops = 0;
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t k = n - i < CHUNK ? n - i : CHUNK;
+        uint64_t at = pos + i * ELOG_IDX_RECORD_BYTES;
+        int rc = k > 1 ? bk_pread_all(log->idx_fd, r, k * ELOG_IDX_RECORD_BYTES, at) : -1;
+        ops++;
+        for (size_t j = 0; j < k; j++) {
+            elog_locate_t *e = &l[i + j];
+            uint64_t p = at + j * ELOG_IDX_RECORD_BYTES;
+            if (rc == 0) {
+                e->rc = locate_check(log, p, r + j * ELOG_IDX_RECORD_BYTES, 0, e->ledger_id,
+                                     e->entry_id, &e->offset, &e->length);
+            } else { /* alone (a short shared read: the records before the end are there) */
+                e->rc = entry_log_locate(log, p, e->ledger_id, e->entry_id, &e->offset, &e->length);
+                ops += k > 1;
+            }
+        }
+    }
+    return ops;
 }
 
 /* ---------------------------------------------------------------- writer -- */

@@ -162,6 +162,20 @@ int elog_write_summary(const char *dir, entry_log_t *log, const struct idx_sum_r
  * error. */
 int entry_log_locate(const entry_log_t *log, uint64_t pos, int64_t ledger_id, int64_t entry_id,
                      uint64_t *offset, uint32_t *length);
+/* One idx record for entry_log_locate_run: whose entry it should describe
+ * (in); rc, offset and length (out), as entry_log_locate's. */
+typedef struct elog_locate {
+    int64_t ledger_id, entry_id;
+    uint64_t offset;
+    uint32_t length;
+    int rc;
+} elog_locate_t;
+/* Looks up the n idx records that follow one another in log's .idx from byte
+ * pos (the entries of one index run) with one pread for up to 64 of them
+ * instead of one each; each record is checked alone, as entry_log_locate
+ * does, and when a shared read fails each of its records is read again alone
+ * (its own error). Returns the number of reads issued. */
+size_t entry_log_locate_run(const entry_log_t *log, uint64_t pos, elog_locate_t *l, size_t n);
 /* Records of at least ELOG_DIO_READ_MIN bytes are read with O_DIRECT where
  * the file system allows it: one aligned read into the reader thread's own
  * bounce buffer, then the payload copied out. Large records are the direct

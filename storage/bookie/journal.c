@@ -760,7 +760,7 @@ static int journal_list(const char *dir, jfile_t **out, size_t *n)
             v = nv;
         }
         v[cnt].seq = seq;
-        snprintf(v[cnt].name, sizeof v[cnt].name, "%s", de->d_name);
+        memcpy(v[cnt].name, de->d_name, 21); /* 20 characters (checked above) and the NUL */
         cnt++;
     }
     closedir(d);

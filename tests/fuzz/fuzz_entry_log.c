@@ -214,6 +214,29 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     atexit(remove_dir);
     return 0;
 }
+/* entry_log_locate_run over a run's idx records (at most 130 of them: three
+ * shared reads) must give each record exactly what entry_log_locate gives it
+ * alone, whatever the bytes (a damaged record fails alone, the others are
+ * found). */
+static void check_locate_run(const entry_log_t *log, const seen_t *r)
+{
+    enum { MAX = 130 };
+    elog_locate_t l[MAX];
+    size_t n = r->length < MAX ? r->length : MAX;
+    for (size_t k = 0; k < n; k++)
+        l[k] = (elog_locate_t){.ledger_id = r->ledger_id, .entry_id = r->entry_id + (int64_t)k};
+    size_t ops = entry_log_locate_run(log, r->pos, l, n);
+    if (n && (ops < (n + 63) / 64 || ops > (n + 63) / 64 + n))
+        abort(); /* one read per 64 records, and one more per record read alone */
+    for (size_t k = 0; k < n; k++) {
+        uint64_t off = 0;
+        uint32_t len = 0;
+        int rc = entry_log_locate(log, r->pos + k * ELOG_IDX_RECORD_BYTES, l[k].ledger_id,
+                                  l[k].entry_id, &off, &len);
+        if (rc != l[k].rc || (rc == 0 && (off != l[k].offset || len != l[k].length)))
+            abort(); /* a shared idx read gave a record another result than its own */
+    }
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -318,6 +341,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int lr = entry_log_locate(log, r->pos, r->ledger_id, r->entry_id, &off, &len);
             if (lr != 0 && lr != QE_CORRUPT && lr >= 0)
                 abort();
+            check_locate_run(log, r);
             /* A summary skips the load's bounds check of the records it
              * covers: a read of one past the end of its log must fail
              * cleanly. (The bookie reads no more than the ledger's largest

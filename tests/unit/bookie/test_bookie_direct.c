@@ -285,8 +285,9 @@ static void test_direct_no_payload_in_write_cache(void)
 
 typedef struct dt_reads {
     int done, ok, corrupt;
-    int64_t bad;   /* the entry whose record was damaged (-1: none) */
-    uint32_t size; /* the entries' size (0: DT_LARGE) */
+    int64_t bad;      /* the entry whose record was damaged (-1: none) */
+    uint32_t size;    /* the entries' size (0: DT_LARGE) */
+    uint64_t idx_ops; /* the idx reads the bookie issued for them */
 } dt_reads_t;
 
 static void dt_read_cb(int rc, int64_t l, int64_t e, qbuf_t *b, int64_t lac, void *arg)
@@ -304,7 +305,8 @@ static void dt_read_cb(int rc, int64_t l, int64_t e, qbuf_t *b, int64_t lac, voi
  * iteration, as a ledger read does: from the test itself, or (late) from a
  * check watcher that runs before the bookie's, i.e. after its prepare watcher
  * formed this iteration's runs, as the broker's socket flush does; waits for
- * them all; *ops: the disk reads the bookie issued. */
+ * them all; *ops: the disk reads the bookie issued (the idx reads: in the
+ * result's idx_ops). */
 typedef struct dt_late {
     ev_check w;
     bookie_t *bk;
@@ -345,6 +347,7 @@ static dt_reads_t dt_read_all_as(bookie_t *bk, int n, uint32_t size, bool late_a
     CU_ASSERT_EQUAL(st.done, n);
     CU_ASSERT_EQUAL(s1.disk_read_entries - s0.disk_read_entries, (uint64_t)n);
     *ops = s1.disk_read_ops - s0.disk_read_ops;
+    st.idx_ops = s1.disk_idx_read_ops - s0.disk_idx_read_ops;
     return st;
 }
 
@@ -377,6 +380,7 @@ static void test_direct_reads_in_runs(void)
     CU_ASSERT_EQUAL(st.done, N);
     CU_ASSERT_EQUAL(st.ok, N);
     CU_ASSERT_EQUAL(ops, dio ? 1u : (uint64_t)N);
+    CU_ASSERT_EQUAL(st.idx_ops, 0); /* locations from the write cache */
     bookie_close(bk);
 
     char lpath[4096];
@@ -389,6 +393,7 @@ static void test_direct_reads_in_runs(void)
     CU_ASSERT_EQUAL(st.ok, N - 1);
     CU_ASSERT_EQUAL(st.corrupt, 1);
     CU_ASSERT_EQUAL(ops, dio ? 1u : (uint64_t)N);
+    CU_ASSERT_EQUAL(st.idx_ops, 1); /* their idx records follow one another */
     /* while the journal writes a small group (marked in flight): a read each */
     TEST_REQUIRE(io_gate_write_begin(&bk->gate, 4096));
     st = dt_read_all(bk, N, 5, &ops);
@@ -415,7 +420,8 @@ static void test_direct_reads_in_runs(void)
 
 /* Small entries a flush wrote back to back are read in runs too (one buffered
  * read for the 40, their records checked alone: a damaged one fails its own
- * read and no other), also when they are asked for after the loop's prepare
+ * read and no other; their idx records with one read as well, each checked
+ * alone likewise), also when they are asked for after the loop's prepare
  * watcher ran (the broker's socket flush asks for more then): they wait for
  * the next iteration, which does not block, instead of going one by one. */
 static void test_small_reads_in_runs(void)
@@ -434,9 +440,11 @@ static void test_small_reads_in_runs(void)
     dt_reads_t st = dt_read_all_as(bk, N, SIZE, false, -1, &ops);
     CU_ASSERT_EQUAL(st.ok, N);
     CU_ASSERT_EQUAL(ops, 1);
+    CU_ASSERT_EQUAL(st.idx_ops, 1);
     st = dt_read_all_as(bk, N, SIZE, true, -1, &ops);
     CU_ASSERT_EQUAL(st.ok, N);
     CU_ASSERT_EQUAL(ops, 1);
+    CU_ASSERT_EQUAL(st.idx_ops, 1);
     bookie_close(bk);
 
     char lpath[4096];
@@ -447,16 +455,25 @@ static void test_small_reads_in_runs(void)
     CU_ASSERT_EQUAL(st.ok, N - 1);
     CU_ASSERT_EQUAL(st.corrupt, 1);
     CU_ASSERT_EQUAL(ops, 1);
+    CU_ASSERT_EQUAL(st.idx_ops, 1);
+    bookie_close(bk);
+
+    /* entry 9's idx record damaged (its offset field): the shared idx read still
+     * checks each record alone, so entry 9 fails and no other */
+    char ipath[4096];
+    TEST_REQUIRE(bt_count_files(dir, "ledgers", ".idx", ipath, sizeof ipath) == 1);
+    bt_flip_byte(ipath, 9 * (off_t)ELOG_IDX_RECORD_BYTES + 16);
+    bk = bt_open(&cfg);
+    st = dt_read_all_as(bk, N, SIZE, false, 9, &ops);
+    CU_ASSERT_EQUAL(st.done, N);
+    CU_ASSERT_EQUAL(st.ok, N - 2); /* entry 5's record is still damaged */
+    CU_ASSERT_EQUAL(st.corrupt, 1);
+    CU_ASSERT_EQUAL(st.idx_ops, 1);
     bookie_close(bk);
     test_rm_rf(dir);
     free(dir);
 }
 
-/* entry_log_read_run when the read a run shares fails (here: the log was cut
- * inside its last record after it was opened): each record of the run is
- * read again alone and gets its own result; the records before the cut are
- * served with their bytes, the cut one fails with QE_CORRUPT, and the count
- * of reads says so. Without O_DIRECT every record is read alone anyway. */
 static void test_run_shared_read_fails(void)
 {
     char *dir = bt_dir("elog-run");
