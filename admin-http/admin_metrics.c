@@ -775,8 +775,13 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "# HELP quire_bookie_disk_full 1 while adds are refused for disk usage "
             "(diskUsageThreshold until below diskUsageLwmThreshold).\n"
             "# TYPE quire_bookie_disk_full gauge\n"
-            "quire_bookie_disk_full %d\n",
-            !(st.disk_full || st.read_only), st.disk_usage, st.disk_full ? 1 : 0);
+            "quire_bookie_disk_full %d\n"
+            "# HELP quire_bookie_disk_almost_full 1 while disk usage is at or above "
+            "diskUsageWarnThreshold (GC at every check, no major compaction).\n"
+            "# TYPE quire_bookie_disk_almost_full gauge\n"
+            "quire_bookie_disk_almost_full %d\n",
+            !(st.disk_full || st.read_only), st.disk_usage, st.disk_full ? 1 : 0,
+            st.disk_almost_full ? 1 : 0);
 }
 
 /* What one scrape prints, taken on the loop in steps (metrics_job_step); the

@@ -41,7 +41,7 @@ typedef struct qb_options {
     uint32_t write_cache_mb, read_cache_mb;     /* dbStorage_{writeCache,readAheadCache}MaxSizeMb */
     double minor_threshold, major_threshold;    /* minor/majorCompactionThreshold */
     int64_t minor_interval_s, major_interval_s; /* minor/majorCompactionInterval */
-    double disk_threshold, disk_lwm;            /* diskUsageThreshold, diskUsageLwmThreshold */
+    double disk_threshold, disk_lwm, disk_warn; /* diskUsage{,Lwm,Warn}Threshold */
     int64_t disk_check_ms;                      /* diskCheckInterval */
 } qb_options_t;
 
@@ -63,6 +63,7 @@ static void qb_usage(FILE *out)
         "                    [--majorCompactionThreshold=F] [--majorCompactionInterval=S]\n"
         "                    (fractions of a log, seconds; <= 0: that compaction off)\n"
         "                    [--diskUsageThreshold=F (0.95)] [--diskUsageLwmThreshold=F (0.90)]\n"
+        "                    [--diskUsageWarnThreshold=F (0.90)]\n"
         "                    [--diskCheckInterval=MS (10000; 0: never)]\n"
         "                    (fractions of the disk: adds refused from the first until\n"
         "                    usage is below the second)\n");
@@ -200,6 +201,9 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--diskUsageLwmThreshold", &v)) != 0) {
         if (m > 0 && qb_parse_double(v, &o->disk_lwm) < 0)
             m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--diskUsageWarnThreshold", &v)) != 0) {
+        if (m > 0 && qb_parse_double(v, &o->disk_warn) < 0)
+            m = -2;
     } else if ((m = qb_match(argc, argv, i, "--diskCheckInterval", &v)) != 0) {
         if (m > 0 && qb_parse_i64(v, &o->disk_check_ms) < 0)
             m = -2;
@@ -237,6 +241,7 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     o->major_interval_s = (int64_t)(defaults.major_compaction_interval_ms / 1000);
     o->disk_threshold = defaults.disk_usage_threshold;
     o->disk_lwm = defaults.disk_usage_lwm_threshold;
+    o->disk_warn = defaults.disk_usage_warn_threshold;
     o->disk_check_ms = defaults.disk_check_interval_ms;
     int first = 1;
     if (argc > 1 && strcmp(argv[1], "bookie") == 0)
@@ -261,8 +266,8 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     o->minor_interval_s = (int64_t)(defaults.minor_compaction_interval_ms / 1000);
     o->major_threshold = defaults.major_compaction_threshold;
     o->major_interval_s = (int64_t)(defaults.major_compaction_interval_ms / 1000);
-    if (bookie_config_disk(&defaults, o->disk_threshold, o->disk_lwm, o->disk_check_ms, err,
-                           sizeof err) < 0) {
+    if (bookie_config_disk(&defaults, o->disk_threshold, o->disk_lwm, o->disk_warn,
+                           o->disk_check_ms, err, sizeof err) < 0) {
         fprintf(stderr, "quire bookie: %s\n", err);
         return -1;
     }
@@ -299,13 +304,14 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
            "minorCompactionThreshold=%g, minorCompactionInterval=%" PRId64
            ", majorCompactionThreshold=%g, majorCompactionInterval=%" PRId64
            ", dbStorage_writeCacheMaxSizeMb=%u, dbStorage_readAheadCacheMaxSizeMb=%u"
-           ", diskUsageThreshold=%g, diskUsageLwmThreshold=%g, diskCheckInterval=%" PRId64 ")\n",
+           ", diskUsageThreshold=%g, diskUsageLwmThreshold=%g, diskUsageWarnThreshold=%g"
+           ", diskCheckInterval=%" PRId64 ")\n",
            o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
            o->large_entry_bytes, o->large_entry_odirect ? "true" : "false",
            o->journal_odirect ? "true" : "false", o->read_yield_us, o->spare_zero_mb,
            o->compact_rate, o->minor_threshold, o->minor_interval_s, o->major_threshold,
            o->major_interval_s, o->write_cache_mb, o->read_cache_mb, o->disk_threshold, o->disk_lwm,
-           o->disk_check_ms);
+           o->disk_warn, o->disk_check_ms);
     fflush(stdout);
     ev_run(loop, 0);
     ev_signal_stop(loop, &sigterm);
@@ -343,7 +349,8 @@ int quire_bookie_main(int argc, char **argv)
     char err[160]; /* checked in qb_parse: cannot fail here */
     bookie_config_compaction(&cfg, o.minor_threshold, o.minor_interval_s, o.major_threshold,
                              o.major_interval_s, err, sizeof err);
-    bookie_config_disk(&cfg, o.disk_threshold, o.disk_lwm, o.disk_check_ms, err, sizeof err);
+    bookie_config_disk(&cfg, o.disk_threshold, o.disk_lwm, o.disk_warn, o.disk_check_ms, err,
+                       sizeof err);
     bookie_t *bk;
     int rc = bookie_open(loop, &cfg, &bk);
     if (rc < 0) {

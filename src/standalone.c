@@ -215,16 +215,18 @@ static int sa_compaction_config(const qconfig_t *conf, bookie_config_t *bc)
     return 0;
 }
 
-/* BookKeeper's disk-usage keys: diskUsageThreshold, diskUsageLwmThreshold
- * (fractions of the disk) and diskCheckInterval (ms). */
+/* BookKeeper's disk-usage keys: diskUsageThreshold, diskUsageLwmThreshold,
+ * diskUsageWarnThreshold (fractions of the disk) and diskCheckInterval (ms). */
 static int sa_disk_config(const qconfig_t *conf, bookie_config_t *bc)
 {
     double thr = bc->disk_usage_threshold, lwm = bc->disk_usage_lwm_threshold;
+    double warn = bc->disk_usage_warn_threshold;
     int64_t every_ms = bc->disk_check_interval_ms;
     if (qconfig_get_double(conf, "diskUsageThreshold", thr, -1e9, 1e9, &thr) < 0 ||
-        qconfig_get_double(conf, "diskUsageLwmThreshold", lwm, -1e9, 1e9, &lwm) < 0) {
-        log_error("standalone",
-                  "diskUsageThreshold, diskUsageLwmThreshold: expected a fraction of the disk");
+        qconfig_get_double(conf, "diskUsageLwmThreshold", lwm, -1e9, 1e9, &lwm) < 0 ||
+        qconfig_get_double(conf, "diskUsageWarnThreshold", warn, -1e9, 1e9, &warn) < 0) {
+        log_error("standalone", "diskUsageThreshold, diskUsageLwmThreshold, "
+                                "diskUsageWarnThreshold: expected a fraction of the disk");
         return QE_INVALID;
     }
     if (qconfig_get_int(conf, "diskCheckInterval", every_ms, INT64_MIN, INT64_MAX, &every_ms) < 0) {
@@ -232,7 +234,7 @@ static int sa_disk_config(const qconfig_t *conf, bookie_config_t *bc)
         return QE_INVALID;
     }
     char err[160];
-    if (bookie_config_disk(bc, thr, lwm, every_ms, err, sizeof err) < 0) {
+    if (bookie_config_disk(bc, thr, lwm, warn, every_ms, err, sizeof err) < 0) {
         log_error("standalone", "%s", err);
         return QE_INVALID;
     }

@@ -83,6 +83,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .read_yield_us = 1000,
         .disk_usage_threshold = 0.95,
         .disk_usage_lwm_threshold = 0.90,
+        .disk_usage_warn_threshold = 0.90,
         .disk_check_interval_ms = 10000,
         .disk_check_bytes = 256u << 20,
     };
@@ -91,28 +92,31 @@ void bookie_config_defaults(bookie_config_t *cfg)
 #define BOOKIE_DISK_CHECK_MS_MAX (86400u * 1000) /* disk_check_interval_ms at most */
 
 /* NULL if the disk marks and interval are valid, else what is wrong. */
-static const char *disk_config_error(double threshold, double lwm, int64_t interval_ms)
+static const char *disk_config_error(double threshold, double lwm, double warn, int64_t interval_ms)
 {
     if (!(threshold > 0 && threshold <= 1))
         return "diskUsageThreshold: a fraction of the disk, above 0 and at most 1";
     if (!(lwm > 0 && lwm <= threshold))
         return "diskUsageLwmThreshold: a fraction of the disk, above 0 and at most "
                "diskUsageThreshold";
+    if (!(warn > 0 && warn <= 1))
+        return "diskUsageWarnThreshold: a fraction of the disk, above 0 and at most 1";
     if (interval_ms < 0 || interval_ms > BOOKIE_DISK_CHECK_MS_MAX)
         return "diskCheckInterval: milliseconds, 0 (never) to a day";
     return NULL;
 }
 
-int bookie_config_disk(bookie_config_t *cfg, double threshold, double lwm, int64_t interval_ms,
-                       char *err, size_t err_len)
+int bookie_config_disk(bookie_config_t *cfg, double threshold, double lwm, double warn,
+                       int64_t interval_ms, char *err, size_t err_len)
 {
-    const char *bad = disk_config_error(threshold, lwm, interval_ms);
+    const char *bad = disk_config_error(threshold, lwm, warn, interval_ms);
     if (bad) {
         snprintf(err, err_len, "%s", bad);
         return QE_INVALID;
     }
     cfg->disk_usage_threshold = threshold;
     cfg->disk_usage_lwm_threshold = lwm;
+    cfg->disk_usage_warn_threshold = warn;
     cfg->disk_check_interval_ms = (uint32_t)interval_ms;
     return 0;
 }
@@ -333,14 +337,16 @@ static void bookie_flush_timer_cb(struct ev_loop *loop, ev_timer *w, int revents
 
 /* The compaction threshold of a GC pass starting now (0: none), as BookKeeper
  * decides it: major when due, else minor when due; a pass someone waits for
- * (bookie_gc_now) compacts at once. */
+ * (bookie_gc_now) compacts at once, and so does every pass while the disk is
+ * almost full, as a minor one (BookKeeper's forced GC at diskAlmostFull). */
 static double bookie_gc_threshold(bookie_t *bk, bool forced)
 {
     const bookie_config_t *c = &bk->cfg;
     /* Compaction writes the copies first: not while the disk is full (as
-     * BookKeeper suspends it); it runs when due once the disk has room. */
-    bool major =
-        c->major_compaction_threshold > 0 && c->major_compaction_interval_ms > 0 && !bk->disk_full;
+     * BookKeeper suspends it); it runs when due once the disk has room. While
+     * it is almost full, minor compaction only: it copies the least. */
+    bool major = c->major_compaction_threshold > 0 && c->major_compaction_interval_ms > 0 &&
+                 !bk->disk_full && !bk->disk_almost_full;
     bool minor =
         c->minor_compaction_threshold > 0 && c->minor_compaction_interval_ms > 0 && !bk->disk_full;
     int64_t now = clock_wall_ms();
@@ -352,7 +358,8 @@ static double bookie_gc_threshold(bookie_t *bk, bool forced)
         bk->gc_major_ms = bk->gc_minor_ms = now;
         return c->major_compaction_threshold;
     }
-    if (minor && (forced || (uint64_t)(now - bk->gc_minor_ms) >= c->minor_compaction_interval_ms)) {
+    if (minor && (forced || bk->disk_almost_full ||
+                  (uint64_t)(now - bk->gc_minor_ms) >= c->minor_compaction_interval_ms)) {
         bk->gc_minor_ms = now;
         return c->minor_compaction_threshold;
     }
@@ -1208,6 +1215,7 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     io_gate_stats(&bk->gate, &out->reads_yielded, &out->reads_yielded_us);
     out->disk_usage = bk->disk_usage;
     out->disk_full = bk->disk_full;
+    out->disk_almost_full = bk->disk_almost_full;
     out->read_only = bk->read_only != 0;
     out->disk_checks = bk->disk_checks;
     spare_stats_t ss;
@@ -1254,11 +1262,24 @@ static void bookie_disk_apply(bookie_t *bk, double usage, const char *dir)
                  "are taken again",
                  dir, usage * 100, c->disk_usage_lwm_threshold * 100);
     }
+    bool almost = usage >= c->disk_usage_warn_threshold;
+    if (almost && !bk->disk_almost_full && !bk->disk_full)
+        log_warn("bookie",
+                 "disk usage of %s is %.1f %%, at or above diskUsageWarnThreshold (%.1f %%): "
+                 "adds are refused from diskUsageThreshold (%.1f %%); GC runs at every check, "
+                 "major compaction waits",
+                 dir, usage * 100, c->disk_usage_warn_threshold * 100,
+                 c->disk_usage_threshold * 100);
+    else if (!almost && bk->disk_almost_full)
+        log_info("bookie", "disk usage of %s is %.1f %%, below diskUsageWarnThreshold (%.1f %%)",
+                 dir, usage * 100, c->disk_usage_warn_threshold * 100);
+    bk->disk_almost_full = almost;
     /* no spare files (up to a journal file and an entry log) above the low mark */
     spares_set_paused(bk->spares, bk->disk_full || usage >= c->disk_usage_lwm_threshold);
-    /* While full, every check frees what it can: the logs of ledgers deleted
-     * since the last pass (no compaction: bookie_gc_threshold). */
-    if (bk->disk_full && !bk->gc_running && !bk->closing)
+    /* While full or almost, every check frees what it can: the logs of
+     * ledgers deleted since the last pass, compacting as a minor pass while
+     * almost full, not at all while full (bookie_gc_threshold). */
+    if ((bk->disk_full || bk->disk_almost_full) && !bk->gc_running && !bk->closing)
         bookie_gc_start(bk);
 }
 
@@ -1454,7 +1475,7 @@ static int bookie_check_config(const bookie_config_t *cfg)
         cfg->minor_compaction_threshold > 1 || !(cfg->major_compaction_threshold >= 0) ||
         cfg->major_compaction_threshold > 1 || cfg->read_yield_us > BOOKIE_READ_YIELD_US_MAX ||
         disk_config_error(cfg->disk_usage_threshold, cfg->disk_usage_lwm_threshold,
-                          cfg->disk_check_interval_ms))
+                          cfg->disk_usage_warn_threshold, cfg->disk_check_interval_ms))
         return QE_INVALID;
     return 0;
 }

@@ -120,9 +120,15 @@ typedef struct bookie_config {
      * and starts a GC pass; below disk_usage_lwm_threshold
      * (diskUsageLwmThreshold; 0.90; at most the threshold) it takes them
      * again. Meanwhile recovery adds, fences, deletes and reads are served,
-     * as by a read-only BookKeeper bookie (docs/bookie.md "Disk full"). */
+     * as by a read-only BookKeeper bookie (docs/bookie.md "Disk full"). At
+     * disk_usage_warn_threshold or above (diskUsageWarnThreshold; 0.90) the
+     * disk is almost full, as BookKeeper's diskAlmostFull: a warning is
+     * logged, every check starts a GC pass (when none runs) that compacts as
+     * a minor one does, and major compaction waits until usage is below the
+     * mark again; adds are still taken. */
     double disk_usage_threshold;
     double disk_usage_lwm_threshold;
+    double disk_usage_warn_threshold;
     uint32_t disk_check_interval_ms;
     uint64_t disk_check_bytes;
 } bookie_config_t;
@@ -138,9 +144,11 @@ int bookie_config_compaction(bookie_config_t *cfg, double minor_threshold, int64
                              size_t err_len);
 /* Sets the disk-usage marks (fractions of the file system) and the check
  * interval in ms (0: never). QE_INVALID with the reason in err unless
- * 0 < lwm <= threshold <= 1 and the interval is at most a day. */
-int bookie_config_disk(bookie_config_t *cfg, double threshold, double lwm, int64_t interval_ms,
-                       char *err, size_t err_len);
+ * 0 < lwm <= threshold <= 1, 0 < warn <= 1 and the interval is at most a day
+ * (a warn mark at or above the threshold: the disk goes from below it
+ * straight to full). */
+int bookie_config_disk(bookie_config_t *cfg, double threshold, double lwm, double warn,
+                       int64_t interval_ms, char *err, size_t err_len);
 
 /* Opens (creating if needed) the bookie under cfg->data_dir and replays its
  * journal. Synchronous; logs and returns a negative code for a corrupt or
@@ -218,6 +226,7 @@ typedef struct bookie_stats {
                                     * records that follow one another: one) */
     double disk_usage;             /* the fuller directory's at the last check (0..1) */
     bool disk_full;                /* adds refused until usage is below the low mark */
+    bool disk_almost_full;         /* usage at or above diskUsageWarnThreshold */
     bool read_only;                /* adds refused after an I/O error (until a restart) */
     uint64_t disk_checks;          /* disk usage checks done (open, timer, bytes) */
     uint64_t spare_zeroed_bytes;   /* zeros written into spare files (spare.h) */

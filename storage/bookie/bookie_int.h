@@ -103,9 +103,11 @@ struct bookie {
     int read_only;            /* 0, or the error that made the bookie refuse adds */
     /* disk usage (bookie.c "Disk usage"): the last check's fraction of the
      * fuller of the two directories' file systems, and whether adds are
-     * refused for it (from the high mark until below the low one) */
+     * refused for it (from the high mark until below the low one), and
+     * whether it is at or above the warn mark */
     double disk_usage;
     bool disk_full;
+    bool disk_almost_full;
     ev_timer disk_timer;
     uint64_t disk_bytes; /* bytes of adds acknowledged since the last check */
     uint64_t disk_checks;

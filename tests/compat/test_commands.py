@@ -35,7 +35,7 @@ def test_bookie_storage_options():
                               "--dbStorage_writeCacheMaxSizeMb=24",
                               "--dbStorage_readAheadCacheMaxSizeMb=0",
                               "--diskUsageThreshold=0.97", "--diskUsageLwmThreshold=0.85",
-                              "--diskCheckInterval=5000"],
+                              "--diskUsageWarnThreshold=0.8", "--diskCheckInterval=5000"],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         try:
@@ -58,7 +58,7 @@ def test_bookie_storage_options():
             assert "dbStorage_writeCacheMaxSizeMb=24" in line, line
             assert "dbStorage_readAheadCacheMaxSizeMb=0" in line, line
             assert ("diskUsageThreshold=0.97, diskUsageLwmThreshold=0.85, "
-                    "diskCheckInterval=5000") in line, line
+                    "diskUsageWarnThreshold=0.8, diskCheckInterval=5000") in line, line
         finally:
             p.send_signal(signal.SIGTERM)
             assert p.wait(timeout=BOUND_S) == 0
@@ -94,6 +94,8 @@ def test_bookie_storage_options():
     ("diskUsageThreshold", "0"),
     ("diskUsageThreshold", "full"),
     ("diskUsageLwmThreshold", "0.99"),  # above the threshold (0.95)
+    ("diskUsageWarnThreshold", "0"),
+    ("diskUsageWarnThreshold", "1.1"),
     ("diskCheckInterval", "-1"),
     ("diskCheckInterval", "10s"),
 ])
@@ -133,6 +135,8 @@ def test_bookie_bad_value_refused(key, value):
     ("diskUsageThreshold", "-0.5"),
     ("diskUsageLwmThreshold", "0.96"),  # above the threshold (0.95)
     ("diskUsageLwmThreshold", "most"),
+    ("diskUsageWarnThreshold", "-0.1"),
+    ("diskUsageWarnThreshold", "nearly"),
     ("diskCheckInterval", "-10"),
     ("diskCheckInterval", "999999999999"),
 ])

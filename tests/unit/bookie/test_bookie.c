@@ -1670,6 +1670,31 @@ static void test_recovery_add_on_fenced(void)
     free(dir);
 }
 
+/* A GC pass asked for compacts compaction_setup's log (the first compaction
+ * of bk) and ledger 11 reads back; then bk is closed and dir removed. */
+static void gc_compacts_then_close(bookie_t *bk, char *dir)
+{
+    bookie_stats_t st;
+    CU_ASSERT_EQUAL(bt_gc(bk), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
+    compacted_reads_back(bk);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* Marks bk's disk usage as a check would find it (bookie_test_disk_usage) and
+ * waits for the GC pass that check starts; the stats after it. */
+static bookie_stats_t disk_mark_pass(bookie_t *bk, double usage)
+{
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    uint64_t passes = st.gc_passes;
+    bookie_test_disk_usage(bk, usage);
+    return stats_wait(bk, st_passes, passes + 1);
+}
+
 /* The disk above diskUsageThreshold: plain adds refused (QE_READ_ONLY), what
  * frees space or closes ledgers served (recovery adds, fences, deletes, reads),
  * a GC pass started and no compaction while full; below the low mark (not just
@@ -1685,18 +1710,13 @@ static void test_disk_full_refuses_adds(void)
         CU_ASSERT_EQUAL(bt_add(bk, 80, e, e - 1, 100), 0);
     CU_ASSERT_EQUAL(bt_add(bk, 82, 0, -1, 100), 0);
     CU_ASSERT_TRUE(bookie_writable(bk));
-    bookie_stats_t st;
-    bookie_get_stats(bk, &st);
-    uint64_t passes = st.gc_passes;
 
-    bookie_test_disk_usage(bk, 0.96);
+    bookie_stats_t st = disk_mark_pass(bk, 0.96);
     CU_ASSERT_FALSE(bookie_writable(bk));
-    bookie_get_stats(bk, &st);
     CU_ASSERT_TRUE(st.disk_full);
     CU_ASSERT_FALSE(st.read_only);
     CU_ASSERT_DOUBLE_EQUAL(st.disk_usage, 0.96, 1e-9);
-    st = stats_wait(bk, st_passes, passes + 1); /* the pass it started */
-    CU_ASSERT_EQUAL(st.gc_logs_compacted, 0);   /* no compaction while full */
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 0); /* no compaction while full */
     CU_ASSERT_EQUAL(bt_add(bk, 80, 3, 2, 100), QE_READ_ONLY);
     CU_ASSERT_EQUAL(bt_add(bk, 81, 0, -1, 100), QE_READ_ONLY);
     CU_ASSERT_EQUAL(bt_add_recovery(bk, 80, 3, 2, 100), 0);
@@ -1719,13 +1739,45 @@ static void test_disk_full_refuses_adds(void)
     CU_ASSERT_FALSE(st.disk_full);
     CU_ASSERT_EQUAL(bt_add(bk, 81, 0, -1, 100), 0);
     CU_ASSERT_EQUAL(bt_verify(bk, 81, 0, 100), 0);
-    CU_ASSERT_EQUAL(bt_gc(bk), 0);
-    bookie_get_stats(bk, &st);
+    gc_compacts_then_close(bk, dir);
+}
+
+/* At diskUsageWarnThreshold (0.90), below the full mark (0.95), the disk is
+ * almost full, as BookKeeper's diskAlmostFull: adds are still taken, every
+ * check starts a GC pass (when none runs) that compacts as a minor pass does
+ * although the minor interval is not due, and major compaction waits, also
+ * for a pass asked for; below the mark again, major compaction runs. */
+static void test_disk_almost_full(void)
+{
+    char *dir = bt_dir("bk-diskwarn");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    char before[4096];
+    bookie_t *bk = compaction_setup(&cfg, before, sizeof before); /* a log 10 % live */
+    bookie_stats_t st = disk_mark_pass(bk, 0.92);                 /* a minor pass */
+    CU_ASSERT_TRUE(bookie_writable(bk));
+    CU_ASSERT_TRUE(st.disk_almost_full);
+    CU_ASSERT_FALSE(st.disk_full);
     CU_ASSERT_EQUAL(st.gc_logs_compacted, 1);
     compacted_reads_back(bk);
+    CU_ASSERT_EQUAL(bt_add(bk, 81, 0, -1, 100), 0);
+    st = disk_mark_pass(bk, 0.93); /* the next check: another pass */
+    CU_ASSERT_TRUE(st.disk_almost_full);
     bookie_close(bk);
     test_rm_rf(dir);
-    free(dir);
+
+    /* a minor threshold below the log's 10 %: only a major pass would take it */
+    bt_config(&cfg, dir);
+    cfg.minor_compaction_threshold = 0.05;
+    bk = compaction_setup(&cfg, before, sizeof before);
+    bookie_test_disk_usage(bk, 0.91);
+    CU_ASSERT_EQUAL(bt_gc(bk), 0); /* asked for: no major compaction either */
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.gc_logs_compacted, 0);
+    bookie_test_disk_usage(bk, 0.85);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_FALSE(st.disk_almost_full);
+    gc_compacts_then_close(bk, dir);
 }
 
 /* The real check (statvfs): at open, after every disk_check_bytes of adds,
@@ -1738,7 +1790,7 @@ static void test_disk_check_measures(void)
     bookie_config_t cfg;
     bt_config(&cfg, dir);
     char err[160];
-    TEST_REQUIRE(bookie_config_disk(&cfg, 1e-9, 1e-9, 3600 * 1000, err, sizeof err) == 0);
+    TEST_REQUIRE(bookie_config_disk(&cfg, 1e-9, 1e-9, 1e-9, 3600 * 1000, err, sizeof err) == 0);
     bookie_t *bk = bt_open(&cfg);
     bookie_stats_t st;
     bookie_get_stats(bk, &st);
@@ -1747,7 +1799,7 @@ static void test_disk_check_measures(void)
     CU_ASSERT_EQUAL(bt_add(bk, 90, 0, -1, 100), QE_READ_ONLY);
     bookie_close(bk);
 
-    TEST_REQUIRE(bookie_config_disk(&cfg, 1, 1, 3600 * 1000, err, sizeof err) == 0);
+    TEST_REQUIRE(bookie_config_disk(&cfg, 1, 1, 1, 3600 * 1000, err, sizeof err) == 0);
     cfg.disk_check_bytes = 64u << 10; /* and after every 64 KiB of adds */
     bk = bt_open(&cfg);
     bookie_get_stats(bk, &st);
@@ -1762,7 +1814,7 @@ static void test_disk_check_measures(void)
     CU_ASSERT_EQUAL(st.disk_checks, 2);
     bookie_close(bk);
 
-    TEST_REQUIRE(bookie_config_disk(&cfg, 1, 1, 20, err, sizeof err) == 0);
+    TEST_REQUIRE(bookie_config_disk(&cfg, 1, 1, 1, 20, err, sizeof err) == 0);
     bk = bt_open(&cfg);
     CU_ASSERT_TRUE(bookie_writable(bk));
     bookie_test_disk_usage(bk, 1.0);
@@ -1785,17 +1837,24 @@ static void test_disk_config(void)
     bookie_config_defaults(&c);
     CU_ASSERT_DOUBLE_EQUAL(c.disk_usage_threshold, 0.95, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(c.disk_usage_lwm_threshold, 0.90, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(c.disk_usage_warn_threshold, 0.90, 1e-12);
     CU_ASSERT_EQUAL(c.disk_check_interval_ms, 10000);
-    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0.8, 0.7, 0, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0.8, 0.7, 0.75, 0, err, sizeof err), 0);
     CU_ASSERT_EQUAL(c.disk_check_interval_ms, 0);
-    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0.8, 0.9, 1000, err, sizeof err), QE_INVALID);
+    CU_ASSERT_DOUBLE_EQUAL(c.disk_usage_warn_threshold, 0.75, 1e-12);
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0.8, 0.9, 0.75, 1000, err, sizeof err), QE_INVALID);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "diskUsageLwmThreshold"));
-    CU_ASSERT_EQUAL(bookie_config_disk(&c, 1.5, 0.9, 1000, err, sizeof err), QE_INVALID);
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 1.5, 0.9, 0.75, 1000, err, sizeof err), QE_INVALID);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "diskUsageThreshold"));
-    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0, 0, 1000, err, sizeof err), QE_INVALID);
-    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0.9, 0.8, -1, err, sizeof err), QE_INVALID);
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0, 0, 0.75, 1000, err, sizeof err), QE_INVALID);
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0.9, 0.8, 0, 1000, err, sizeof err), QE_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "diskUsageWarnThreshold"));
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0.9, 0.8, 1.01, 1000, err, sizeof err), QE_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "diskUsageWarnThreshold"));
+    CU_ASSERT_EQUAL(bookie_config_disk(&c, 0.9, 0.8, 0.75, -1, err, sizeof err), QE_INVALID);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "diskCheckInterval"));
     CU_ASSERT_DOUBLE_EQUAL(c.disk_usage_threshold, 0.8, 1e-12); /* refusals change nothing */
+    CU_ASSERT_DOUBLE_EQUAL(c.disk_usage_warn_threshold, 0.75, 1e-12);
     c.disk_usage_lwm_threshold = 0.99; /* set by hand: bookie_open refuses it */
     char *dir = bt_dir("bk-diskcfg");
     c.data_dir = dir;
@@ -1920,6 +1979,8 @@ static void register_suites(void)
     CU_add_test(s, "replace before fence", test_replace_before_fence);
     CU_add_test(s, "recovery add on a fenced ledger", test_recovery_add_on_fenced);
     CU_add_test(s, "disk full: adds refused until below the low mark", test_disk_full_refuses_adds);
+    CU_add_test(s, "disk almost full: GC at every check, no major compaction",
+                test_disk_almost_full);
     CU_add_test(s, "disk usage measured at open and on a timer", test_disk_check_measures);
     CU_add_test(s, "disk usage keys", test_disk_config);
     CU_add_test(s, "journal with O_DIRECT and buffered: the same records",
