@@ -1274,6 +1274,12 @@ static void bookie_disk_apply(bookie_t *bk, double usage, const char *dir)
         log_info("bookie", "disk usage of %s is %.1f %%, below diskUsageWarnThreshold (%.1f %%)",
                  dir, usage * 100, c->disk_usage_warn_threshold * 100);
     bk->disk_almost_full = almost;
+    /* removed files freed at once while space is short (trash.h) */
+    bool urgent = bk->disk_full || almost;
+    if (urgent != bk->trash_urgent && !bk->closing) {
+        bk_trash_urgent(urgent ? 1 : -1);
+        bk->trash_urgent = urgent;
+    }
     /* no spare files (up to a journal file and an entry log) above the low mark */
     spares_set_paused(bk->spares, bk->disk_full || usage >= c->disk_usage_lwm_threshold);
     /* While full or almost, every check frees what it can: the logs of
@@ -1528,6 +1534,8 @@ static void bookie_start_timers(bookie_t *bk)
 
 static void bookie_free(bookie_t *bk)
 {
+    if (bk->trash_urgent)
+        bk_trash_urgent(-1);
     journal_free(bk->journal);
     write_cache_clear(&bk->caches[0]);
     write_cache_clear(&bk->caches[1]);

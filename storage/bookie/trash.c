@@ -31,6 +31,7 @@
 
 static pthread_mutex_t trash_one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int trash_waiting; /* files given to trash_main, not yet removed */
+static atomic_int trash_hurry;   /* bookies whose disk is almost full (bk_trash_urgent) */
 
 static void *trash_main(void *p)
 {
@@ -45,7 +46,7 @@ static void *trash_main(void *p)
             size = size > step ? size - step : 0;
             if (ftruncate(fd, size) < 0)
                 break;
-            if (w <= BK_TRASH_PACED)
+            if (w <= BK_TRASH_PACED && atomic_load(&trash_hurry) <= 0)
                 nanosleep(&(struct timespec){0, BK_TRASH_STEP_MS * 1000L * 1000L}, NULL);
         }
         close(fd);
@@ -108,6 +109,16 @@ void bk_trash_sweep(const char *dir, const char *ext)
             log_info("bookie", "removed %s (left by an earlier run)", path);
     }
     closedir(d);
+}
+
+void bk_trash_urgent(int delta)
+{
+    atomic_fetch_add(&trash_hurry, delta);
+}
+
+int bk_trash_urgency(void)
+{
+    return atomic_load(&trash_hurry);
 }
 
 uint64_t bk_trash_waiting(void)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -1715,6 +1716,7 @@ static void test_disk_full_refuses_adds(void)
     CU_ASSERT_FALSE(bookie_writable(bk));
     CU_ASSERT_TRUE(st.disk_full);
     CU_ASSERT_FALSE(st.read_only);
+    CU_ASSERT_EQUAL(bk_trash_urgency(), 1);
     CU_ASSERT_DOUBLE_EQUAL(st.disk_usage, 0.96, 1e-9);
     CU_ASSERT_EQUAL(st.gc_logs_compacted, 0); /* no compaction while full */
     CU_ASSERT_EQUAL(bt_add(bk, 80, 3, 2, 100), QE_READ_ONLY);
@@ -1737,6 +1739,7 @@ static void test_disk_full_refuses_adds(void)
     CU_ASSERT_TRUE(bookie_writable(bk));
     bookie_get_stats(bk, &st);
     CU_ASSERT_FALSE(st.disk_full);
+    CU_ASSERT_EQUAL(bk_trash_urgency(), 0);
     CU_ASSERT_EQUAL(bt_add(bk, 81, 0, -1, 100), 0);
     CU_ASSERT_EQUAL(bt_verify(bk, 81, 0, 100), 0);
     gc_compacts_then_close(bk, dir);
@@ -1754,7 +1757,9 @@ static void test_disk_almost_full(void)
     bt_config(&cfg, dir);
     char before[4096];
     bookie_t *bk = compaction_setup(&cfg, before, sizeof before); /* a log 10 % live */
-    bookie_stats_t st = disk_mark_pass(bk, 0.92);                 /* a minor pass */
+    CU_ASSERT_EQUAL(bk_trash_urgency(), 0);
+    bookie_stats_t st = disk_mark_pass(bk, 0.92); /* a minor pass */
+    CU_ASSERT_EQUAL(bk_trash_urgency(), 1);       /* removed files freed at once */
     CU_ASSERT_TRUE(bookie_writable(bk));
     CU_ASSERT_TRUE(st.disk_almost_full);
     CU_ASSERT_FALSE(st.disk_full);
@@ -1763,7 +1768,9 @@ static void test_disk_almost_full(void)
     CU_ASSERT_EQUAL(bt_add(bk, 81, 0, -1, 100), 0);
     st = disk_mark_pass(bk, 0.93); /* the next check: another pass */
     CU_ASSERT_TRUE(st.disk_almost_full);
+    CU_ASSERT_EQUAL(bk_trash_urgency(), 1);
     bookie_close(bk);
+    CU_ASSERT_EQUAL(bk_trash_urgency(), 0); /* taken back at close */
     test_rm_rf(dir);
 
     /* a minor threshold below the log's 10 %: only a major pass would take it */
@@ -1777,7 +1784,40 @@ static void test_disk_almost_full(void)
     bookie_test_disk_usage(bk, 0.85);
     bookie_get_stats(bk, &st);
     CU_ASSERT_FALSE(st.disk_almost_full);
+    CU_ASSERT_EQUAL(bk_trash_urgency(), 0);
     gc_compacts_then_close(bk, dir);
+}
+
+static void sleep_ms(long ms)
+{
+    nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+}
+
+/* bk_trash frees a removed file's blocks a step every 100 ms (4 MiB a step
+ * while few files wait), so a 256-MiB file takes 6 s or more; while a
+ * bookie's disk is almost full (bk_trash_urgent) the steps go without pause. */
+static void test_trash_paced_unless_urgent(void)
+{
+    char *dir = bt_dir("bk-trash");
+    char path[4096], del[4200];
+    snprintf(path, sizeof path, "%s/big.log", dir);
+    snprintf(del, sizeof del, "%s" BK_TRASH_SUFFIX, path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    TEST_REQUIRE(fd >= 0);
+    TEST_REQUIRE(ftruncate(fd, 256 << 20) == 0); /* sparse: the steps are by size */
+    close(fd);
+    CU_ASSERT_EQUAL(bk_trash(path), 0);
+    CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0); /* gone from its name at once */
+    sleep_ms(300);
+    CU_ASSERT_EQUAL(access(del, F_OK), 0); /* still being freed, paced */
+    bk_trash_urgent(1);
+    for (int i = 0; i < 300 && access(del, F_OK) == 0; i++) /* 3 s, not 6 */
+        sleep_ms(10);
+    CU_ASSERT_NOT_EQUAL(access(del, F_OK), 0);
+    bk_trash_urgent(-1);
+    CU_ASSERT_EQUAL(bk_trash_urgency(), 0);
+    test_rm_rf(dir);
+    free(dir);
 }
 
 /* The real check (statvfs): at open, after every disk_check_bytes of adds,
@@ -1981,6 +2021,8 @@ static void register_suites(void)
     CU_add_test(s, "disk full: adds refused until below the low mark", test_disk_full_refuses_adds);
     CU_add_test(s, "disk almost full: GC at every check, no major compaction",
                 test_disk_almost_full);
+    CU_add_test(s, "removed files freed a step at a time, at once while space is short",
+                test_trash_paced_unless_urgent);
     CU_add_test(s, "disk usage measured at open and on a timer", test_disk_check_measures);
     CU_add_test(s, "disk usage keys", test_disk_config);
     CU_add_test(s, "journal with O_DIRECT and buffered: the same records",
