@@ -124,7 +124,9 @@ class Quire:
              "--webServicePort=%d" % self.wport, "--journalSyncData=true", "--logLevel=warn"]
             + QUIRE_EXTRA_ARGS,
             stdout=self.logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        while not port_accepts(self.port):
+        # ready: the broker port and the web service (admin API, /metrics) both
+        # accept; the broker's port opens first
+        while not (port_accepts(self.port) and port_accepts(self.wport)):
             if self.proc.poll() is not None or time.monotonic() - t0 > 30:
                 raise RuntimeError("quire did not start (see %s.log)" % self.label)
             time.sleep(0.0005)
