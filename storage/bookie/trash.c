@@ -31,7 +31,7 @@
 
 static pthread_mutex_t trash_one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int trash_waiting; /* files given to trash_main, not yet removed */
-static atomic_int trash_hurry;   /* bookies whose disk is almost full (bk_trash_urgent) */
+static atomic_int trash_hurry;   /* bookies whose disk is full (bk_trash_urgent) */
 
 static void *trash_main(void *p)
 {

@@ -9,7 +9,7 @@
  * bookie renames such a file to <name>.del (no open loads it, every open
  * deletes what is left) and a background thread cuts it from the end, one
  * step every BK_TRASH_STEP_MS, one file at a time, then unlinks it (without
- * the pauses while a bookie's disk is almost full: bk_trash_urgent). Used for
+ * the pauses while a bookie's disk is full: bk_trash_urgent). Used for
  * entry logs GC removes and journal files a checkpoint no longer needs.
  */
 #ifndef QUIRE_STORAGE_BOOKIE_TRASH_H
@@ -34,8 +34,8 @@ void bk_trash_sweep(const char *dir, const char *ext);
  * still being freed. */
 uint64_t bk_trash_waiting(void);
 
-/* A bookie whose disk is almost full (or full) adds 1 while it is, and takes
- * it back after: while any is, removed files are freed without pacing (their
+/* A bookie whose disk is full (adds refused) adds 1 while it is, and takes it
+ * back after: while any is, removed files are freed without pacing (their
  * space matters more than the discard's stall then; at a journal rate of R
  * MB/s the paced removal keeps about R/10 files of 256 MiB waiting). */
 void bk_trash_urgent(int delta);

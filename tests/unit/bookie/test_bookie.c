@@ -1759,7 +1759,7 @@ static void test_disk_almost_full(void)
     bookie_t *bk = compaction_setup(&cfg, before, sizeof before); /* a log 10 % live */
     CU_ASSERT_EQUAL(bk_trash_urgency(), 0);
     bookie_stats_t st = disk_mark_pass(bk, 0.92); /* a minor pass */
-    CU_ASSERT_EQUAL(bk_trash_urgency(), 1);       /* removed files freed at once */
+    CU_ASSERT_EQUAL(bk_trash_urgency(), 0);       /* removals paced: only while full */
     CU_ASSERT_TRUE(bookie_writable(bk));
     CU_ASSERT_TRUE(st.disk_almost_full);
     CU_ASSERT_FALSE(st.disk_full);
@@ -1768,6 +1768,7 @@ static void test_disk_almost_full(void)
     CU_ASSERT_EQUAL(bt_add(bk, 81, 0, -1, 100), 0);
     st = disk_mark_pass(bk, 0.93); /* the next check: another pass */
     CU_ASSERT_TRUE(st.disk_almost_full);
+    bookie_test_disk_usage(bk, 0.96); /* full: removals at once */
     CU_ASSERT_EQUAL(bk_trash_urgency(), 1);
     bookie_close(bk);
     CU_ASSERT_EQUAL(bk_trash_urgency(), 0); /* taken back at close */
@@ -1795,7 +1796,7 @@ static void sleep_ms(long ms)
 
 /* bk_trash frees a removed file's blocks a step every 100 ms (4 MiB a step
  * while few files wait), so a 256-MiB file takes 6 s or more; while a
- * bookie's disk is almost full (bk_trash_urgent) the steps go without pause. */
+ * bookie's disk is full (bk_trash_urgent) the steps go without pause. */
 static void test_trash_paced_unless_urgent(void)
 {
     char *dir = bt_dir("bk-trash");
@@ -2021,7 +2022,7 @@ static void register_suites(void)
     CU_add_test(s, "disk full: adds refused until below the low mark", test_disk_full_refuses_adds);
     CU_add_test(s, "disk almost full: GC at every check, no major compaction",
                 test_disk_almost_full);
-    CU_add_test(s, "removed files freed a step at a time, at once while space is short",
+    CU_add_test(s, "removed files freed a step at a time, at once while the disk is full",
                 test_trash_paced_unless_urgent);
     CU_add_test(s, "disk usage measured at open and on a timer", test_disk_check_measures);
     CU_add_test(s, "disk usage keys", test_disk_config);
