@@ -1250,6 +1250,7 @@ static void bookie_disk_apply(bookie_t *bk, double usage, const char *dir)
     bk->disk_usage = usage;
     if (!bk->disk_full && usage >= c->disk_usage_threshold) {
         bk->disk_full = true;
+        bk_trash_urgent(1); /* removed files freed at once while full (trash.h) */
         log_warn("bookie",
                  "disk usage of %s is %.1f %%, at or above diskUsageThreshold (%.1f %%): adds "
                  "are refused until it is below diskUsageLwmThreshold (%.1f %%)",
@@ -1257,6 +1258,7 @@ static void bookie_disk_apply(bookie_t *bk, double usage, const char *dir)
                  c->disk_usage_lwm_threshold * 100);
     } else if (bk->disk_full && usage < c->disk_usage_lwm_threshold) {
         bk->disk_full = false;
+        bk_trash_urgent(-1);
         log_info("bookie",
                  "disk usage of %s is %.1f %%, below diskUsageLwmThreshold (%.1f %%): adds "
                  "are taken again",
@@ -1274,14 +1276,6 @@ static void bookie_disk_apply(bookie_t *bk, double usage, const char *dir)
         log_info("bookie", "disk usage of %s is %.1f %%, below diskUsageWarnThreshold (%.1f %%)",
                  dir, usage * 100, c->disk_usage_warn_threshold * 100);
     bk->disk_almost_full = almost;
-    /* removed files freed at once while adds are refused for space (trash.h);
-     * not while only almost full: a 256-MiB removal at once stalls the
-     * journal's syncs (add p99.9 2 -> 8 ms at 50,000 1-KiB adds/s measured) */
-    bool urgent = bk->disk_full;
-    if (urgent != bk->trash_urgent && !bk->closing) {
-        bk_trash_urgent(urgent ? 1 : -1);
-        bk->trash_urgent = urgent;
-    }
     /* no spare files (up to a journal file and an entry log) above the low mark */
     spares_set_paused(bk->spares, bk->disk_full || usage >= c->disk_usage_lwm_threshold);
     /* While full or almost, every check frees what it can: the logs of
@@ -1536,7 +1530,7 @@ static void bookie_start_timers(bookie_t *bk)
 
 static void bookie_free(bookie_t *bk)
 {
-    if (bk->trash_urgent)
+    if (bk->disk_full) /* the trash urgency it holds */
         bk_trash_urgent(-1);
     journal_free(bk->journal);
     write_cache_clear(&bk->caches[0]);

@@ -108,7 +108,6 @@ struct bookie {
     double disk_usage;
     bool disk_full;
     bool disk_almost_full;
-    bool trash_urgent; /* counted in bk_trash_urgent (full) */
     ev_timer disk_timer;
     uint64_t disk_bytes; /* bytes of adds acknowledged since the last check */
     uint64_t disk_checks;

@@ -37,7 +37,9 @@ uint64_t bk_trash_waiting(void);
 /* A bookie whose disk is full (adds refused) adds 1 while it is, and takes it
  * back after: while any is, removed files are freed without pacing (their
  * space matters more than the discard's stall then; at a journal rate of R
- * MB/s the paced removal keeps about R/10 files of 256 MiB waiting). */
+ * MB/s the paced removal keeps about R/10 files of 256 MiB waiting). Not while
+ * only almost full: a 256-MiB removal at once stalls the journal's syncs (add
+ * p99.9 2 -> 8 ms at 50,000 1-KiB adds/s, docs/performance.md session 31). */
 void bk_trash_urgent(int delta);
 /* The sum of those (tests). */
 int bk_trash_urgency(void);
