@@ -758,11 +758,16 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "# HELP quire_bookie_spare_logs_reused_total Entry logs GC removed and kept as the "
             "direct logs' spare instead of freeing their blocks.\n"
             "# TYPE quire_bookie_spare_logs_reused_total counter\n"
-            "quire_bookie_spare_logs_reused_total %llu\n",
+            "quire_bookie_spare_logs_reused_total %llu\n"
+            "# HELP quire_bookie_spare_journal_files_reused_total Journal files a checkpoint "
+            "trimmed and kept as the journal's spare, written over as the next one (journal "
+            "format 3).\n"
+            "# TYPE quire_bookie_spare_journal_files_reused_total counter\n"
+            "quire_bookie_spare_journal_files_reused_total %llu\n",
             (unsigned long long)st.direct_syncs, (double)st.direct_sync_us_total / 1e6,
             (unsigned long long)st.direct_bytes, (unsigned long long)st.spare_zeroed_bytes,
             (unsigned long long)st.spares_taken_journal, (unsigned long long)st.spares_taken_direct,
-            (unsigned long long)st.spare_logs_reused);
+            (unsigned long long)st.spare_logs_reused, (unsigned long long)st.spare_jnl_reused);
     fprintf(f,
             "# HELP bookie_SERVER_STATUS 1 while the bookie takes adds, 0 while read-only "
             "(disk usage at its mark, or an I/O error).\n"

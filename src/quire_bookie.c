@@ -35,6 +35,7 @@ typedef struct qb_options {
     uint32_t large_entry_bytes;                 /* journalLargeEntryThreshold */
     bool large_entry_odirect;                   /* journalLargeEntryDirectIo */
     bool journal_odirect;                       /* journalDirectIo */
+    uint32_t journal_format;                    /* journalFormatVersionToWrite */
     uint32_t read_yield_us;                     /* readYieldToJournalUs */
     uint32_t spare_zero_mb;                     /* spareFileZeroRateMB */
     uint32_t compact_rate;                      /* compactionRateByBytes */
@@ -54,6 +55,7 @@ static void qb_usage(FILE *out)
         "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n"
         "                    [--journalLargeEntryDirectIo=true|false]\n"
         "                    [--journalDirectIo=true|false]\n"
+        "                    [--journalFormatVersionToWrite=2|3 (3)]\n"
         "                    [--readYieldToJournalUs=MICROSECONDS (0: never)]\n"
         "                    [--spareFileZeroRateMB=MB_PER_S (128; 0: no spare files)]\n"
         "                    [--compactionRateByBytes=BYTES_PER_S (0: unpaced)]\n"
@@ -167,6 +169,10 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--journalDirectIo", &v)) != 0) {
         if (m > 0 && qb_parse_bool(v, &o->journal_odirect) < 0)
             m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--journalFormatVersionToWrite", &v)) != 0) {
+        if (m > 0 && (qb_parse_u32(v, BOOKIE_JOURNAL_FORMAT_MAX, &o->journal_format) < 0 ||
+                      o->journal_format < BOOKIE_JOURNAL_FORMAT_MIN))
+            m = -2;
     } else if ((m = qb_match(argc, argv, i, "--readYieldToJournalUs", &v)) != 0) {
         if (m > 0 && qb_parse_u32(v, BOOKIE_READ_YIELD_US_MAX, &o->read_yield_us) < 0)
             m = -2;
@@ -230,6 +236,7 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     o->large_entry_bytes = defaults.journal_large_entry_bytes;
     o->large_entry_odirect = defaults.journal_large_entry_odirect;
     o->journal_odirect = defaults.journal_odirect;
+    o->journal_format = defaults.journal_format_version;
     o->read_yield_us = defaults.read_yield_us;
     o->spare_zero_mb = (uint32_t)(defaults.spare_zero_rate_bytes >> 20);
     o->compact_rate = (uint32_t)defaults.gc_compact_bytes_per_s;
@@ -299,7 +306,7 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
     ev_signal_start(loop, &sigint);
     printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
            "journalLargeEntryThreshold=%u, journalLargeEntryDirectIo=%s, journalDirectIo=%s, "
-           "readYieldToJournalUs=%u, spareFileZeroRateMB=%u, "
+           "journalFormatVersionToWrite=%u, readYieldToJournalUs=%u, spareFileZeroRateMB=%u, "
            "compactionRateByBytes=%u, "
            "minorCompactionThreshold=%g, minorCompactionInterval=%" PRId64
            ", majorCompactionThreshold=%g, majorCompactionInterval=%" PRId64
@@ -308,10 +315,10 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
            ", diskCheckInterval=%" PRId64 ")\n",
            o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
            o->large_entry_bytes, o->large_entry_odirect ? "true" : "false",
-           o->journal_odirect ? "true" : "false", o->read_yield_us, o->spare_zero_mb,
-           o->compact_rate, o->minor_threshold, o->minor_interval_s, o->major_threshold,
-           o->major_interval_s, o->write_cache_mb, o->read_cache_mb, o->disk_threshold, o->disk_lwm,
-           o->disk_warn, o->disk_check_ms);
+           o->journal_odirect ? "true" : "false", o->journal_format, o->read_yield_us,
+           o->spare_zero_mb, o->compact_rate, o->minor_threshold, o->minor_interval_s,
+           o->major_threshold, o->major_interval_s, o->write_cache_mb, o->read_cache_mb,
+           o->disk_threshold, o->disk_lwm, o->disk_warn, o->disk_check_ms);
     fflush(stdout);
     ev_run(loop, 0);
     ev_signal_stop(loop, &sigterm);
@@ -341,6 +348,7 @@ int quire_bookie_main(int argc, char **argv)
     cfg.journal_large_entry_bytes = o.large_entry_bytes;
     cfg.journal_large_entry_odirect = o.large_entry_odirect;
     cfg.journal_odirect = o.journal_odirect;
+    cfg.journal_format_version = o.journal_format;
     cfg.read_yield_us = o.read_yield_us;
     cfg.spare_zero_rate_bytes = (uint64_t)o.spare_zero_mb << 20;
     cfg.gc_compact_bytes_per_s = o.compact_rate;

@@ -283,6 +283,14 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.journal_odirect = jdirect;
+    int64_t jformat = 0;
+    if (qconfig_get_int(sa->conf, "journalFormatVersionToWrite", bc.journal_format_version,
+                        BOOKIE_JOURNAL_FORMAT_MIN, BOOKIE_JOURNAL_FORMAT_MAX, &jformat) < 0) {
+        log_error("standalone", "journalFormatVersionToWrite: expected %u..%u",
+                  BOOKIE_JOURNAL_FORMAT_MIN, BOOKIE_JOURNAL_FORMAT_MAX);
+        return QE_INVALID;
+    }
+    bc.journal_format_version = (uint32_t)jformat;
     int64_t yield_us = 0;
     if (qconfig_get_int(sa->conf, "readYieldToJournalUs", bc.read_yield_us, 0,
                         BOOKIE_READ_YIELD_US_MAX, &yield_us) < 0) {

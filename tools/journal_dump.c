@@ -16,6 +16,13 @@
  *
  * -p also prints the first 32 bytes of each ADD payload in hex.
  *
+ * Format: a file whose first record has format 3's magic ("QRJ3") is read as
+ * format 3, its records checked against the seq of its name (<seq>.jnl); any
+ * other as formats 1 and 2. The bookie knows the format from its checkpoint
+ * file instead: a format-3 file written over an older file of format 2 that
+ * crashed before its first record would show that file's records here (the
+ * bookie does not replay them). -f 2 or -f 3 says the format.
+ *
  * Read only: the file is never modified (replay truncates; this tool does
  * not). Records are checked with the very function replay uses
  * (journal_check_record). After a bad record the tool says why and stops,
@@ -69,25 +76,33 @@ static void print_payload(const uint8_t *p, uint32_t len)
 }
 
 /* Dumps one mapped file; returns 0 for a clean end, 1 for a torn tail. */
-static int dump_map(const char *path, const uint8_t *map, uint64_t size, bool payloads)
+static int dump_map(const char *path, const uint8_t *map, uint64_t size, uint32_t format,
+                    uint64_t seq, bool payloads)
 {
     uint64_t off = 0, records = 0, adds = 0, add_bytes = 0;
     const char *why = NULL;
-    printf("%s: %" PRIu64 " bytes\n", path, size);
+    printf("%s: %" PRIu64 " bytes, format %u\n", path, size, format);
     printf("%-11s %-10s %10s %11s %11s %10s  %s\n", "offset", "type", "ledger", "entry", "lac",
            "length", "crc");
     while (off < size) {
         const uint8_t *p = map + off;
-        int64_t n = journal_check_record(p, size - off, &why);
+        int64_t n = journal_check_record(p, size - off, format, seq, &why);
         if (n == 0)
             break;
         if (n < 0) {
             /* Show what the bad record claims when its header is whole. */
-            if (size - off >= JOURNAL_HEADER_BYTES && get_le32(p) == JOURNAL_MAGIC)
+            if (size - off >= JOURNAL_HEADER_BYTES &&
+                get_le32(p) == (format >= 3 ? JOURNAL_MAGIC_V3 : JOURNAL_MAGIC))
                 print_header(p, off, "bad");
-            printf("torn tail at offset %" PRIu64 ": %s; replay stops here and truncates "
-                   "the file (%" PRIu64 " bytes from here to the end)\n",
-                   off, why, size - off);
+            if (format >= 3)
+                printf("end of the file's records at offset %" PRIu64 ": %s (a torn write, or "
+                       "the bytes of an older file); replay goes on with the next file, and "
+                       "truncates the last one here (%" PRIu64 " bytes from here to the end)\n",
+                       off, why, size - off);
+            else
+                printf("torn tail at offset %" PRIu64 ": %s; replay stops here and truncates "
+                       "the file (%" PRIu64 " bytes from here to the end)\n",
+                       off, why, size - off);
             break;
         }
         print_header(p, off, "ok");
@@ -116,7 +131,7 @@ static int dump_map(const char *path, const uint8_t *map, uint64_t size, bool pa
     return why ? 1 : 0;
 }
 
-static int dump_file(const char *path, bool payloads)
+static int dump_file(const char *path, uint32_t format, bool payloads)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -136,7 +151,20 @@ static int dump_file(const char *path, bool payloads)
             return 2;
         }
     }
-    int rc = dump_map(path, map, size, payloads);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char *end = NULL;
+    uint64_t seq = strtoull(base, &end, 16);
+    bool named = end == base + 16 && strcmp(end, ".jnl") == 0;
+    if (!format)
+        format = size >= 4 && get_le32(map) == JOURNAL_MAGIC_V3 ? 3 : 2;
+    int rc = 2;
+    if (format >= 3 && !named)
+        fprintf(stderr,
+                "journal-dump: %s: format 3 needs the file's seq from its name, "
+                "<16 hex digits>.jnl\n",
+                path);
+    else
+        rc = dump_map(path, map, size, format, seq, payloads);
     if (map)
         munmap((void *)map, size);
     close(fd);
@@ -145,22 +173,33 @@ static int dump_file(const char *path, bool payloads)
 
 int main(int argc, char **argv)
 {
-    bool payloads = false;
+    bool payloads = false, bad = false;
+    uint32_t format = 0; /* from each file's first record */
     int first = 1;
-    if (first < argc && strcmp(argv[first], "-p") == 0) {
-        payloads = true;
-        first++;
+    while (first < argc && argv[first][0] == '-') {
+        if (strcmp(argv[first], "-p") == 0) {
+            payloads = true;
+            first++;
+        } else if (strcmp(argv[first], "-f") == 0 && first + 1 < argc &&
+                   (strcmp(argv[first + 1], "2") == 0 || strcmp(argv[first + 1], "3") == 0)) {
+            format = (uint32_t)atoi(argv[first + 1]);
+            first += 2;
+        } else {
+            bad = true;
+            break;
+        }
     }
-    if (first >= argc || argv[first][0] == '-') {
-        fprintf(stderr, "usage: journal-dump [-p] FILE...\n"
+    if (bad || first >= argc) {
+        fprintf(stderr, "usage: journal-dump [-p] [-f 2|3] FILE...\n"
                         "  prints each record of bookie journal files (type, ledger, entry, "
                         "lac, length, crc)\n  and where a torn or corrupt tail starts; -p: "
-                        "payload bytes too\n");
+                        "payload bytes too; -f: the format\n  (default: 3 if the first "
+                        "record's magic is format 3's, else 2)\n");
         return 2;
     }
     int status = 0;
     for (int i = first; i < argc; i++) {
-        int rc = dump_file(argv[i], payloads);
+        int rc = dump_file(argv[i], format, payloads);
         if (rc > status)
             status = rc;
         if (i + 1 < argc)

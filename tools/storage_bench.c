@@ -364,6 +364,13 @@ static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, doub
            (double)dbytes / 1e6, elog_mb, flushed_mb,
            (jbytes + (double)dbytes + flushed_mb * 1e6) / 1e6 / secs, jbytes / 1e6 / secs,
            (double)dbytes / 1e6 / secs, flushed_mb / secs);
+    printf("    spares: journal files %llu taken (%llu trimmed files written over), direct logs "
+           "%llu taken (%llu removed logs written over), %.1f MB of zeros written\n",
+           (unsigned long long)(st1.spares_taken_journal - st0.spares_taken_journal),
+           (unsigned long long)(st1.spare_jnl_reused - st0.spare_jnl_reused),
+           (unsigned long long)(st1.spares_taken_direct - st0.spares_taken_direct),
+           (unsigned long long)(st1.spare_logs_reused - st0.spare_logs_reused),
+           (double)(st1.spare_zeroed_bytes - st0.spare_zeroed_bytes) / 1e6);
     fflush(stdout);
     bool closed = false;
     if (ledger_close(b.ledger, closed_cb, &closed) == 0)

@@ -78,6 +78,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .journal_large_entry_bytes = 16u << 10,
         .journal_large_entry_odirect = true,
         .journal_odirect = true,
+        .journal_format_version = JOURNAL_FORMAT_VERSION,
         .spare_zero_rate_bytes = 128ull << 20,
         .spare_idle_ms = 1000,
         .read_yield_us = 1000,
@@ -1223,7 +1224,8 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->spare_zeroed_bytes = ss.zeroed_bytes;
     out->spares_taken_journal = ss.taken[SPARE_JOURNAL];
     out->spares_taken_direct = ss.taken[SPARE_DIRECT];
-    out->spare_logs_reused = ss.reused;
+    out->spare_logs_reused = ss.reused[SPARE_DIRECT];
+    out->spare_jnl_reused = ss.reused[SPARE_JOURNAL];
 }
 
 bool bookie_writable(const bookie_t *bk)
@@ -1424,8 +1426,8 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
 {
     journal_pos_t cp;
     uint64_t records = 0;
-    uint32_t next_log = 0;
-    int rc = checkpoint_load(bk->ldir, &cp);
+    uint32_t next_log = 0, version = 1;
+    int rc = checkpoint_load(bk->ldir, &cp, &version);
     if (rc == 0)
         rc = ledger_meta_load(&bk->ledgers, bk->ldir, &bk->meta_size, &records);
     bk->meta_records = records;
@@ -1448,7 +1450,7 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
     if (rc == 0)
         rc = meta_file_open(bk);
     if (rc == 0)
-        rc = journal_replay(bk->jdir, cp, bookie_replay_record, bk, next_seq);
+        rc = journal_replay(bk->jdir, cp, version >= 3 ? 3 : 2, bookie_replay_record, bk, next_seq);
     if (rc == 0)
         log_table_cut_tails(&bk->logs); /* before any log is appended again */
     if (rc == 0) {
@@ -1476,6 +1478,8 @@ static int bookie_check_config(const bookie_config_t *cfg)
         cfg->pending_adds_max > (1u << 24) || !(cfg->minor_compaction_threshold >= 0) ||
         cfg->minor_compaction_threshold > 1 || !(cfg->major_compaction_threshold >= 0) ||
         cfg->major_compaction_threshold > 1 || cfg->read_yield_us > BOOKIE_READ_YIELD_US_MAX ||
+        cfg->journal_format_version < BOOKIE_JOURNAL_FORMAT_MIN ||
+        cfg->journal_format_version > BOOKIE_JOURNAL_FORMAT_MAX ||
         disk_config_error(cfg->disk_usage_threshold, cfg->disk_usage_lwm_threshold,
                           cfg->disk_usage_warn_threshold, cfg->disk_check_interval_ms))
         return QE_INVALID;
@@ -1631,7 +1635,8 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
                            &bk->direct,
                            &bk->gate,
                            cfg->journal_odirect,
-                           NULL};
+                           NULL,
+                           cfg->journal_format_version};
     if (rc == 0) {
         spares_remove_left(bk->jdir);
         spares_remove_left(bk->ldir);

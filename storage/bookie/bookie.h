@@ -39,6 +39,8 @@ typedef struct bookie bookie_t;
 #define BOOKIE_LARGE_ENTRY_BYTES_MAX (32u << 20) /* journal_large_entry_bytes at most */
 #define BOOKIE_READ_YIELD_US_MAX 1000000u        /* read_yield_us at most */
 #define BOOKIE_SPARE_ZERO_RATE_MB_MAX 65536u     /* spare_zero_rate_bytes at most, in MiB/s */
+#define BOOKIE_JOURNAL_FORMAT_MIN 2u             /* journal_format_version: 2 .. */
+#define BOOKIE_JOURNAL_FORMAT_MAX 3u             /* ... 3 (storage/bookie/journal.h) */
 #define BOOKIE_CACHE_MB_MAX 65536u               /* the cache sizes' keys, in MB, at most */
 
 typedef struct bookie_config {
@@ -94,6 +96,13 @@ typedef struct bookie_config {
      * system allows it (journalDirectIo; true): none of it in the page cache
      * (journal.c). */
     bool journal_odirect;
+    /* The journal format written (journalFormatVersionToWrite; 3): 3 puts
+     * each file's seq under its records' checksums, so a trimmed journal file
+     * can be written over as the next one (reused: no blocks to free, an
+     * fdatasync without metadata writes; with spare files on); 2 is what
+     * Quire wrote before session 32 and still reads, for going back to it
+     * (journal.h). */
+    uint32_t journal_format_version;
     /* Spare journal files and direct entry logs are zeroed ahead of their use
      * at up to this many bytes a second, while the bookie is idle
      * (spareFileZeroRateMB; 128 MiB; 0: never): a group's fdatasync over
@@ -233,6 +242,7 @@ typedef struct bookie_stats {
     uint64_t spares_taken_journal; /* journal files that were spares */
     uint64_t spares_taken_direct;  /* direct entry logs that were spares */
     uint64_t spare_logs_reused;    /* logs GC removed, kept as the direct spare */
+    uint64_t spare_jnl_reused;     /* journal files trimmed, kept as the journal's spare */
 } bookie_stats_t;
 /* Loop thread (the caches' sizes are the loop's). */
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);

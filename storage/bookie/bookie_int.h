@@ -67,7 +67,8 @@
  * restart does not start the intervals again: text, "minor <ms>\nmajor <ms>\n",
  * replaced whole (rename) after each pass that compacts. */
 #define BOOKIE_COMPACTION_TIMES_FILE "compaction-times"
-#define BOOKIE_CHECKPOINT_VERSION_MAX 2 /* 2: the journal may hold ADD_REF records */
+/* 2: the journal may hold ADD_REF records; 3: its files are of format 3 */
+#define BOOKIE_CHECKPOINT_VERSION_MAX 3
 
 typedef struct gc_waiter {
     bookie_done_cb cb;
@@ -177,7 +178,7 @@ int gc_run(bookie_t *bk, double threshold);
  * later than now) and save (flush thread, after a pass that compacted). */
 void gc_times_load(const char *ldir, int64_t now_ms, int64_t *minor_ms, int64_t *major_ms);
 void gc_times_save(const char *ldir, int64_t minor_ms, int64_t major_ms);
-int checkpoint_load(const char *ldir, journal_pos_t *out);
+int checkpoint_load(const char *ldir, journal_pos_t *out, uint32_t *version);
 int meta_file_open(bookie_t *bk);
 int flusher_start(bookie_t *bk);
 /* Finishes the job in progress and any queued one, then joins. */

@@ -37,7 +37,9 @@
  *   offset size meaning
  *   0      4    magic 0x31504351 ("QCP1")
  *   4      4    version: 1, or 2 when the journal may hold ADD_REF records
- *                (journal_large_entry_bytes != 0; an older binary refuses 2)
+ *                (journal_large_entry_bytes != 0; an older binary refuses 2),
+ *                or 3 when the journal files from this position on are of
+ *                format 3 (journal.h; every earlier binary refuses 3)
  *   8      8    journal file seq to replay from
  *   16     8    offset in that file
  *   24     4    reserved, zero
@@ -89,7 +91,7 @@
 
 /* ----------------------------------------------------------- checkpoint -- */
 
-int checkpoint_load(const char *ldir, journal_pos_t *out)
+int checkpoint_load(const char *ldir, journal_pos_t *out, uint32_t *version_out)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", ldir, BOOKIE_CHECKPOINT_FILE);
@@ -111,6 +113,7 @@ int checkpoint_load(const char *ldir, journal_pos_t *out)
         return rc;
     }
     *out = (journal_pos_t){get_le64(b + 8), get_le64(b + 16)};
+    *version_out = version;
     return 0;
 }
 
@@ -118,7 +121,9 @@ static int checkpoint_write(bookie_t *bk, journal_pos_t cp)
 {
     uint8_t b[CHECKPOINT_BYTES] = {0};
     put_le32(b, CHECKPOINT_MAGIC);
-    put_le32(b + 4, bk->cfg.journal_large_entry_bytes ? 2 : 1);
+    put_le32(b + 4, bk->cfg.journal_format_version >= 3 ? 3
+                    : bk->cfg.journal_large_entry_bytes ? 2
+                                                        : 1);
     put_le64(b + 8, cp.seq);
     put_le64(b + 16, cp.off);
     put_le32(b + 28, crc32c(0, b, 28));
@@ -473,7 +478,8 @@ int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool chec
     if (rc == 0 && checkpoint)
         rc = checkpoint_write(bk, cp);
     if (rc == 0 && checkpoint) {
-        int trc = journal_trim(bk->jdir, cp.seq);
+        int trc =
+            journal_trim(bk->jdir, cp.seq, bk->cfg.journal_format_version >= 3 ? bk->spares : NULL);
         if (trc)
             log_warn("bookie", "journal trim failed: %s (retried at the next checkpoint)",
                      q_strerror(trc));

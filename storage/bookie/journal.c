@@ -87,6 +87,8 @@ struct journal {
     int fd;
     uint64_t seq, off;
     uint64_t zeroed; /* bytes of the file a spare's zeros (spare.h) */
+    uint32_t magic;  /* the records' magic and checksum seed in this file */
+    uint32_t seed;
     /* O_DIRECT: the file opened once more; gbuf holds the carry bytes of the
      * block at carry_off (off == carry_off + carry) */
     int dio_fd;
@@ -174,6 +176,8 @@ static int journal_file_create(journal_t *j, uint64_t seq)
     j->seq = seq;
     j->off = 0;
     j->zeroed = zeroed;
+    j->magic = j->cfg.format >= 3 ? JOURNAL_MAGIC_V3 : JOURNAL_MAGIC;
+    j->seed = journal_crc_seed(j->cfg.format, seq);
     if (j->dio_fd >= 0)
         close(j->dio_fd);
     j->dio_fd = -1;
@@ -273,9 +277,10 @@ static bool group_full(const journal_t *j)
            j->diovcnt + 2 > GROUP_IOV_MAX;
 }
 
-static void group_encode_header(uint8_t *h, uint32_t type, const journal_req_t *r, uint32_t len)
+static void group_encode_header(const journal_t *j, uint8_t *h, uint32_t type,
+                                const journal_req_t *r, uint32_t len)
 {
-    put_le32(h, JOURNAL_MAGIC);
+    put_le32(h, j->magic);
     put_le32(h + 4, len);
     put_le32(h + 8, 0);
     put_le32(h + 12, type);
@@ -323,14 +328,14 @@ static int group_add_direct(journal_t *j, journal_req_t *r)
 
     uint8_t *h = j->gbuf + j->gbuf_len;
     assert(j->gbuf_len + JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES <= j->gbuf_cap);
-    group_encode_header(h, JREC_ADD_REF, r, JOURNAL_REF_BYTES);
+    group_encode_header(j, h, JREC_ADD_REF, r, JOURNAL_REF_BYTES);
     uint8_t *p = h + JOURNAL_HEADER_BYTES;
     put_le32(p, r->log_id);
     put_le32(p + 4, len);
     put_le64(p + 8, off);
     put_le32(p + 16, crc);
     put_le32(p + 20, 0);
-    put_le32(h + 8, crc32c(0, h, JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES));
+    put_le32(h + 8, crc32c(j->seed, h, JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES));
     j->gbuf_len += JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES;
     j->gbytes += JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES;
     j->gcount++;
@@ -367,10 +372,33 @@ static int gbuf_grow(journal_t *j, size_t more)
     return 0;
 }
 
-/* Appends one record to the group; false (nothing added) when the group is full. */
+/* What r takes in the journal (a large add: its ADD_REF). */
+static uint64_t record_journal_bytes(const journal_t *j, const journal_req_t *r)
+{
+    uint32_t len = r->data ? r->data->len : 0;
+    if (r->type == JREC_ADD && j->cfg.direct && j->cfg.large_entry_bytes &&
+        len >= j->cfg.large_entry_bytes)
+        return JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES;
+    return JOURNAL_HEADER_BYTES + (uint64_t)len;
+}
+
+/* Whether `bytes` more go to the next file: this one is full, or they would
+ * be past its zeros with a zeroed (or reused) spare to roll to (spare.h). A
+ * file's first record always goes in. Decided before a record is encoded:
+ * its magic and checksum are its file's. */
+static bool journal_needs_roll(const journal_t *j, uint64_t bytes)
+{
+    return j->off > 0 &&
+           (j->off + bytes > j->cfg.file_size_bytes ||
+            (j->off + bytes > j->zeroed && spares_ready(j->cfg.spares, SPARE_JOURNAL)));
+}
+
+/* Appends one record to the group; false (nothing added) when the group is
+ * full, or when the record would need the next file (the next group opens it). */
 static bool group_add(journal_t *j, journal_req_t *r)
 {
-    if (j->gcount > 0 && group_full(j))
+    if (j->gcount > 0 &&
+        (group_full(j) || journal_needs_roll(j, j->gbytes + record_journal_bytes(j, r))))
         return false;
     /* room for an ADD_REF and the pad (only a group grown for a large O_DIRECT
      * copy can lack it; a group's first record always has it) */
@@ -396,8 +424,8 @@ static bool group_add(journal_t *j, journal_req_t *r)
     }
     assert(j->gbuf_len + copied <= j->gbuf_cap);
     uint8_t *h = j->gbuf + j->gbuf_len;
-    group_encode_header(h, r->type, r, len);
-    uint32_t crc = crc32c(0, h, JOURNAL_HEADER_BYTES);
+    group_encode_header(j, h, r->type, r, len);
+    uint32_t crc = crc32c(j->seed, h, JOURNAL_HEADER_BYTES);
     if (copy && len) /* copied and checksummed in one pass */
         crc = crc32c_copy(crc, h + JOURNAL_HEADER_BYTES, payload, len);
     else
@@ -498,24 +526,6 @@ static int group_write(journal_t *j)
     if (!dio && j->gbuf_len > j->gseg_start)
         j->iov[j->iovcnt++] = (struct iovec){j->gbuf + j->gseg_start, j->gbuf_len - j->gseg_start};
     int rc = 0;
-    /* full, or past its zeros with a zeroed spare to roll to (spare.h) */
-    if (j->off > 0 &&
-        (j->off + j->gbytes > j->cfg.file_size_bytes ||
-         (j->off + j->gbytes > j->zeroed && spares_ready(j->cfg.spares, SPARE_JOURNAL)))) {
-        size_t carry = dio ? j->carry : 0;
-        rc = journal_file_create(j, j->seq + 1);
-        if (rc)
-            return rc;
-        if (dio) { /* the carry stays with the old file; the records open the new one */
-            memmove(j->gbuf, j->gbuf + carry, j->gbuf_len - carry);
-            j->gbuf_len -= carry;
-        }
-        if (dio && j->dio_fd < 0) { /* the new file takes no O_DIRECT: gbuf holds it all */
-            dio = false;
-            j->iov[0] = (struct iovec){j->gbuf, j->gbuf_len};
-            j->iovcnt = 1;
-        }
-    }
     /* The records the group's ADD_REFs point at: written and synced beside
      * the journal (both before the group completes). */
     uint64_t dt0 = clock_mono_us();
@@ -597,6 +607,12 @@ static uint64_t journal_published_tail(journal_t *j)
 static void journal_run_group(journal_t *j, uint64_t avail)
 {
     uint64_t begin = j->taken, t0 = clock_mono_us();
+    /* the next file first, if the group's first record needs it (the carry
+     * stays with the old file; the records open the new one) */
+    int rc = j->failed;
+    if (rc == 0 &&
+        journal_needs_roll(j, record_journal_bytes(j, &j->ring[j->taken % j->cfg.ring_slots])))
+        rc = j->failed = journal_file_create(j, j->seq + 1);
     group_reset(j);
     for (;;) {
         while (j->taken < avail && group_add(j, &j->ring[j->taken % j->cfg.ring_slots]))
@@ -608,7 +624,6 @@ static void journal_run_group(journal_t *j, uint64_t avail)
             break;
     }
     assert(j->taken > begin);
-    int rc = j->failed;
     if (rc == 0)
         rc = j->failed = group_write(j);
     journal_done_t *d = malloc(sizeof *d);
@@ -772,7 +787,17 @@ static int journal_list(const char *dir, jfile_t **out, size_t *n)
     return 0;
 }
 
-int64_t journal_check_record(const uint8_t *p, uint64_t avail, const char **why)
+uint32_t journal_crc_seed(uint32_t format, uint64_t seq)
+{
+    if (format < 3)
+        return 0;
+    uint8_t b[8];
+    put_le64(b, seq);
+    return crc32c(0, b, sizeof b);
+}
+
+int64_t journal_check_record(const uint8_t *p, uint64_t avail, uint32_t format, uint64_t seq,
+                             const char **why)
 {
     if (avail < JOURNAL_HEADER_BYTES) {
         for (uint64_t i = 0; i < avail; i++)
@@ -786,7 +811,7 @@ int64_t journal_check_record(const uint8_t *p, uint64_t avail, const char **why)
     if (magic == 0 && get_le32(p + 4) == 0 && get_le32(p + 8) == 0)
         return 0;
     uint32_t len = get_le32(p + 4), type = get_le32(p + 12);
-    if (magic != JOURNAL_MAGIC) {
+    if (magic != (format >= 3 ? JOURNAL_MAGIC_V3 : JOURNAL_MAGIC)) {
         *why = "bad magic";
         return -1;
     }
@@ -805,7 +830,8 @@ int64_t journal_check_record(const uint8_t *p, uint64_t avail, const char **why)
     uint8_t h[JOURNAL_HEADER_BYTES];
     memcpy(h, p, sizeof h);
     put_le32(h + 8, 0);
-    uint32_t crc = crc32c(crc32c(0, h, sizeof h), p + JOURNAL_HEADER_BYTES, len);
+    uint32_t crc =
+        crc32c(crc32c(journal_crc_seed(format, seq), h, sizeof h), p + JOURNAL_HEADER_BYTES, len);
     if (crc != get_le32(p + 8)) {
         *why = "checksum mismatch";
         return -1;
@@ -813,9 +839,11 @@ int64_t journal_check_record(const uint8_t *p, uint64_t avail, const char **why)
     return JOURNAL_HEADER_BYTES + (int64_t)len;
 }
 
-/* Replays one file from off. *ended = true when a bad record ended the journal. */
-static int journal_replay_file(const char *path, uint64_t seq, uint64_t off, journal_replay_fn fn,
-                               void *ctx, bool *ended)
+/* Replays one file from off. *ended = true when a bad record ended the
+ * journal (formats 1 and 2). Format 3: a bad record ends the file; the last
+ * one (`last`) is truncated there. */
+static int journal_replay_file(const char *path, uint64_t seq, uint64_t off, uint32_t format,
+                               bool last, journal_replay_fn fn, void *ctx, bool *ended)
 {
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
@@ -839,7 +867,7 @@ static int journal_replay_file(const char *path, uint64_t seq, uint64_t off, jou
     int rc = 0;
     const char *why = NULL;
     while (off < size) {
-        int64_t n = journal_check_record(map + off, size - off, &why);
+        int64_t n = journal_check_record(map + off, size - off, format, seq, &why);
         if (n <= 0)
             break;
         const uint8_t *p = map + off;
@@ -862,7 +890,13 @@ static int journal_replay_file(const char *path, uint64_t seq, uint64_t off, jou
     }
     if (map)
         munmap((void *)map, size);
-    if (rc == 0 && why) {
+    if (rc == 0 && why && format >= 3) {
+        /* a torn write, or the bytes of the older file this one was written over */
+        log_info("bookie", "journal: %s ends at offset %" PRIu64 " (%s)%s", path, off, why,
+                 last ? "; truncated there" : "");
+        if (last && (ftruncate(fd, (off_t)off) < 0 || fsync(fd) < 0))
+            rc = -errno;
+    } else if (rc == 0 && why) {
         log_warn("bookie",
                  "journal: %s at %s offset %" PRIu64 ": the journal ends here; "
                  "truncating (the record and anything after it are not replayed)",
@@ -875,8 +909,8 @@ static int journal_replay_file(const char *path, uint64_t seq, uint64_t off, jou
     return rc;
 }
 
-int journal_replay(const char *dir, journal_pos_t from, journal_replay_fn fn, void *ctx,
-                   uint64_t *next_seq)
+int journal_replay(const char *dir, journal_pos_t from, uint32_t format, journal_replay_fn fn,
+                   void *ctx, uint64_t *next_seq)
 {
     jfile_t *files;
     size_t n;
@@ -896,8 +930,8 @@ int journal_replay(const char *dir, journal_pos_t from, journal_replay_fn fn, vo
             log_warn("bookie", "journal: %s follows a bad record and is not replayed", path);
             continue;
         }
-        rc = journal_replay_file(path, files[i].seq, files[i].seq == from.seq ? from.off : 0, fn,
-                                 ctx, &ended);
+        rc = journal_replay_file(path, files[i].seq, files[i].seq == from.seq ? from.off : 0,
+                                 format, i + 1 == n, fn, ctx, &ended);
         if (rc)
             log_error("bookie", "journal: replay of %s failed: %s", path, q_strerror(rc));
     }
@@ -906,7 +940,7 @@ int journal_replay(const char *dir, journal_pos_t from, journal_replay_fn fn, vo
     return rc;
 }
 
-int journal_trim(const char *dir, uint64_t before_seq)
+int journal_trim(const char *dir, uint64_t before_seq, struct spares *reuse)
 {
     jfile_t *files;
     size_t n;
@@ -914,9 +948,17 @@ int journal_trim(const char *dir, uint64_t before_seq)
     if (rc)
         return rc;
     bool removed = false;
-    for (size_t i = 0; i < n && files[i].seq < before_seq; i++) {
+    size_t below = 0;
+    while (below < n && files[below].seq < before_seq)
+        below++;
+    for (size_t i = 0; i < below; i++) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        /* the newest: written over by the journal, its blocks not freed */
+        if (reuse && i + 1 == below && spares_offer(reuse, SPARE_JOURNAL, path) == 0) {
+            removed = true;
+            continue;
+        }
         int trc = bk_trash(path); /* logged if it fails */
         if (trc)
             rc = trc;

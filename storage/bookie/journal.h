@@ -4,14 +4,17 @@
  * Files: <data_dir>/journal/<seq as 16 hex digits>.jnl, preallocated to
  * journal_file_size_bytes, filled with records back to back from offset 0;
  * zeros after the last record are the normal end of a file. A record never
- * spans two files. A position (seq, off) orders all records ever written.
+ * spans two files (a group whose next record does not fit ends before it; the
+ * next group opens the next file). A position (seq, off) orders all records
+ * ever written.
  *
  * Record (all integers little-endian; header 40 bytes, then the payload):
  *
  *   offset size meaning
- *   0      4    magic 0x314a5251 ("QRJ1")
+ *   0      4    magic 0x334a5251 ("QRJ3"; formats 1 and 2: 0x314a5251, "QRJ1")
  *   4      4    payload length in bytes (<= JOURNAL_PAYLOAD_MAX)
- *   8      4    crc32c of the 40 header bytes (this field as 0) then the payload
+ *   8      4    crc32c of the file's seq (8 bytes; format 3 only), then the
+ *               40 header bytes (this field as 0), then the payload
  *   12     4    type: 1 ADD, 2 FENCE, 3 DELETE, 4 CHECKPOINT, 5 ADD_REF
  *   16     8    ledger id (CHECKPOINT: -1)
  *   24     8    entry id (ADD, ADD_REF) / checkpoint journal seq (CHECKPOINT) / -1
@@ -20,7 +23,15 @@
  *
  * Format version 2 added ADD_REF (version 1 journals hold types 1-4 only and
  * replay unchanged; the checkpoint file says 2 when ADD_REF may be present,
- * so an older binary refuses the store instead of truncating at one). An
+ * so an older binary refuses the store instead of truncating at one).
+ * Format version 3 (session 32) changes the magic and puts the file's seq
+ * under every record's checksum, so a record is valid only in the file it was
+ * written to: a file may then be written over an older journal file (reused:
+ * its blocks written before, an fdatasync without metadata writes), whose
+ * records fail the checks of the new file (any two seqs below 2^32 give
+ * different checksums to the same bytes); the first record that fails ends a
+ * file, and replay goes on with the next. The checkpoint file's version says
+ * which format every journal file from its position on has. An
  * ADD_REF is an add whose entry (at least large_entry_bytes long) was written
  * once, as an ordinary record of a "direct" entry log (entry_log.h), by the
  * journal thread in the same group; its payload (JOURNAL_REF_BYTES):
@@ -72,8 +83,10 @@
 #include "storage/bookie/bookie.h"
 #include "storage/bookie/entry_log.h"
 
-#define JOURNAL_MAGIC 0x314a5251u
-#define JOURNAL_FORMAT_VERSION 2 /* 2: ADD_REF records */
+#define JOURNAL_MAGIC 0x314a5251u    /* formats 1 and 2 */
+#define JOURNAL_MAGIC_V3 0x334a5251u /* format 3 */
+#define JOURNAL_FORMAT_VERSION 3     /* 2: ADD_REF records; 3: the file's seq in the checksum */
+_Static_assert(JOURNAL_FORMAT_VERSION == BOOKIE_JOURNAL_FORMAT_MAX, "bookie.h's bound");
 #define JOURNAL_REF_BYTES 24u
 #define JOURNAL_HEADER_BYTES 40u
 #define JOURNAL_PAYLOAD_MAX (64u << 20)
@@ -143,6 +156,7 @@ typedef struct journal_config {
     struct io_gate *gate;       /* group writes marked in flight here (io_gate.h), or NULL */
     bool odirect;               /* groups written with O_DIRECT where the file system allows */
     struct spares *spares;      /* zeroed files to roll to (spare.h), or NULL */
+    uint32_t format;            /* the format written: 2, or 3 (JOURNAL_FORMAT_VERSION) */
 } journal_config_t;
 
 /* Called on the loop for each group: slots [begin, end) were written (rc == 0)
@@ -194,20 +208,31 @@ typedef struct journal_record {
 typedef int (*journal_replay_fn)(void *ctx, const journal_record_t *rec);
 #define JOURNAL_REPLAY_END 1
 
-/* Replays every record at or after from, in order. The first record that is
- * torn or fails its checksum ends the journal: its file is truncated there
- * (with a warning naming file and offset) and later files are not replayed.
- * *next_seq receives a sequence number above every journal file present.
- * Returns 0, a negative code of fn, or -errno when a file cannot be read. */
-int journal_replay(const char *dir, journal_pos_t from, journal_replay_fn fn, void *ctx,
-                   uint64_t *next_seq);
-/* Checks the record at p, with avail bytes left in the file (pure: no I/O;
- * used by replay and by tools/journal_dump.c). Returns the record's total
- * size, 0 at the normal end of a file (zeros), or -1 with *why set when the
- * record is torn or corrupt (replay ends the journal there). */
-int64_t journal_check_record(const uint8_t *p, uint64_t avail, const char **why);
+/* Replays every record at or after from, in order; every file from there on
+ * is of the given format (the checkpoint's version). Formats 1 and 2: the
+ * first record that is torn or fails its checksum ends the journal: its file
+ * is truncated there (with a warning naming file and offset) and later files
+ * are not replayed. Format 3: such a record ends its file (what follows may
+ * be an older file's bytes) and replay goes on with the next file; the last
+ * file is truncated there. *next_seq receives a sequence number above every
+ * journal file present. Returns 0, a negative code of fn, or -errno when a
+ * file cannot be read. */
+int journal_replay(const char *dir, journal_pos_t from, uint32_t format, journal_replay_fn fn,
+                   void *ctx, uint64_t *next_seq);
+/* The checksum a record of file seq starts from: 0 for formats 1 and 2, the
+ * crc32c of seq's 8 bytes for format 3. */
+uint32_t journal_crc_seed(uint32_t format, uint64_t seq);
+/* Checks the record at p, with avail bytes left in file seq of the given
+ * format (pure: no I/O; used by replay and by tools/journal_dump.c). Returns
+ * the record's total size, 0 at the normal end of a file (zeros), or -1 with
+ * *why set when the record is torn, corrupt or not this file's (replay ends
+ * the file there). */
+int64_t journal_check_record(const uint8_t *p, uint64_t avail, uint32_t format, uint64_t seq,
+                             const char **why);
 /* Removes journal files with seq < before_seq, their blocks freed in the
- * background (trash.h). 0 or -errno. */
-int journal_trim(const char *dir, uint64_t before_seq);
+ * background (trash.h); with reuse (a journal of format 3), the newest of
+ * them is offered as the journal's spare file first (spares_offer). 0 or
+ * -errno. */
+int journal_trim(const char *dir, uint64_t before_seq, struct spares *reuse);
 
 #endif

@@ -63,7 +63,7 @@ struct spares {
     uint8_t *zeros; /* SPARE_CHUNK_BYTES, aligned; while zeroing */
     uint32_t align;
     uint64_t zeroed_bytes;
-    uint64_t reused;
+    uint64_t reused[SPARE_KINDS];
     uint64_t backoff_until_us;
 };
 
@@ -119,8 +119,9 @@ static int spare_open(spares_t *s, spare_t *p)
 }
 
 /* A journal spare's zeros must be on the disk before records are written
- * over them (a record of an older journal in a block whose zeros were lost
- * would read as a record). The journal's first group lands within the first
+ * over them (with journal format 2, a record of an older journal in a block
+ * whose zeros were lost would read as a record; format 3's records are valid
+ * in their own file only, journal.h). The journal's first group lands within the first
  * SPARE_EARLY_MIN_BYTES and its fdatasync flushes every zero written before
  * the take, so a take syncs only a spare that has not that much synced. A
  * direct log's records are found by reference and checksum. */
@@ -414,7 +415,7 @@ int spares_take(spares_t *s, spare_kind_t k, const char *path, uint64_t *zeroed)
 
 int spares_offer(spares_t *s, spare_kind_t k, const char *path)
 {
-    if (!s || k != SPARE_DIRECT)
+    if (!s)
         return -EBUSY;
     spare_t *p = &s->k[k];
     pthread_mutex_lock(&s->mu);
@@ -428,15 +429,21 @@ int spares_offer(spares_t *s, spare_kind_t k, const char *path)
     int fd = rc == 0 ? bk_open_direct(path, O_WRONLY, &align) : -1;
     if (rc == 0 && (fd < 0 || align > SPARE_CHUNK_BYTES))
         rc = -EBUSY;
+    /* written blocks from offset 0: up to the first hole or unwritten extent
+     * (a journal file rolled early has its preallocated rest unwritten) */
+    off_t hole = rc == 0 ? lseek(fd, 0, SEEK_HOLE) : 0;
+    uint64_t written = hole > 0 && hole < st.st_size ? (uint64_t)hole : (uint64_t)st.st_size;
+    if (rc == 0 && written < SPARE_CHUNK_BYTES)
+        rc = -EBUSY;
     if (rc == 0 && rename(path, p->path) < 0)
         rc = -errno;
     if (rc == 0) {
         p->fd = fd;
         fd = -1;
         p->align = align;
-        p->zeroed = p->synced = (uint64_t)st.st_size / align * align;
+        p->zeroed = p->synced = written / align * align;
         spare_note_ready(s, p, k);
-        s->reused++;
+        s->reused[k]++;
         log_info("bookie", "%s kept as the spare %s (%" PRIu64 " MiB written before)", path,
                  p->path, p->zeroed >> 20);
     }
@@ -455,6 +462,7 @@ void spares_get_stats(spares_t *s, spare_stats_t *out)
     out->zeroed_bytes = s->zeroed_bytes;
     for (int i = 0; i < SPARE_KINDS; i++)
         out->taken[i] = s->k[i].taken;
-    out->reused = s->reused;
+    for (int i = 0; i < SPARE_KINDS; i++)
+        out->reused[i] = s->reused[i];
     pthread_mutex_unlock(&s->mu);
 }

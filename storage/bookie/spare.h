@@ -69,23 +69,25 @@ bool spares_ready(spares_t *s, spare_kind_t k);
  * the caller creates its file as before), or -errno. */
 int spares_take(spares_t *s, spare_kind_t k, const char *path, uint64_t *zeroed);
 
-/* A file GC removes (an entry log with nothing live in it, or compacted, once
- * the reads holding it are done: its blocks written and synced long ago)
- * offered as the spare of kind k, instead of freeing its blocks: a write over
- * them needs no metadata at its fdatasync, as over zeros, without writing
- * any. Taken (renamed to the spare's name, its whole length counted as
- * zeroed) only when kind k has no spare file at all, the spares are not
- * paused, its directory takes O_DIRECT and the file is no larger than a file
- * of the kind; for SPARE_DIRECT only (a direct log's records are found by
- * reference and checksum, so what the old file held is never read; a
- * journal's would replay). 0 (the file is the spare now), or -EBUSY / -errno
- * (the caller frees it as before). */
+/* A file the bookie removes offered as the spare of kind k, instead of
+ * freeing its blocks: an entry log GC removes (nothing live in it, or
+ * compacted, once the reads holding it are done), or a journal file a
+ * checkpoint trims (a journal of format 3 only: its records are valid only in
+ * the file they were written to, so what the old file held never replays; a
+ * direct log's records are found by reference and checksum). Its blocks were
+ * written and synced long ago: a write over them needs no metadata at its
+ * fdatasync, as over zeros, without writing any. Taken (renamed to the
+ * spare's name, its written length counted as zeroed: up to its first hole
+ * or unwritten extent, SEEK_HOLE) only when kind k has no spare file at all,
+ * the spares are not paused, its directory takes O_DIRECT and the file is no
+ * larger than a file of the kind, with at least a chunk written. 0 (the file
+ * is the spare now), or -EBUSY / -errno (the caller frees it as before). */
 int spares_offer(spares_t *s, spare_kind_t k, const char *path);
 
 typedef struct spare_stats {
     uint64_t zeroed_bytes; /* zeros written, all kinds */
     uint64_t taken[SPARE_KINDS];
-    uint64_t reused; /* files GC removed, kept as spares (spares_offer) */
+    uint64_t reused[SPARE_KINDS]; /* files removed, kept as spares (spares_offer) */
 } spare_stats_t;
 void spares_get_stats(spares_t *s, spare_stats_t *out);
 

@@ -27,6 +27,7 @@ def test_bookie_storage_options():
                               "--bindAddress=127.0.0.1", "--journalLargeEntryThreshold=65536",
                               "--journalLargeEntryDirectIo=false",
                               "--journalDirectIo=false",
+                              "--journalFormatVersionToWrite=2",
                               "--readYieldToJournalUs=250",
                               "--spareFileZeroRateMB=0",
                               "--compactionRateByBytes=1048576",
@@ -49,6 +50,7 @@ def test_bookie_storage_options():
             assert "journalLargeEntryThreshold=65536" in line, line
             assert "journalLargeEntryDirectIo=false" in line, line
             assert "journalDirectIo=false" in line, line
+            assert "journalFormatVersionToWrite=2" in line, line
             assert "readYieldToJournalUs=250" in line, line
             assert "spareFileZeroRateMB=0" in line, line
             assert "compactionRateByBytes=1048576" in line, line
@@ -71,6 +73,9 @@ def test_bookie_storage_options():
     ("journalLargeEntryThreshold", ""),
     ("journalLargeEntryDirectIo", "maybe"),
     ("journalDirectIo", "perhaps"),
+    ("journalFormatVersionToWrite", "1"),
+    ("journalFormatVersionToWrite", "4"),
+    ("journalFormatVersionToWrite", "three"),
     ("readYieldToJournalUs", "-1"),
     ("readYieldToJournalUs", "1000001"),
     ("readYieldToJournalUs", "soon"),
@@ -116,6 +121,8 @@ def test_bookie_bad_value_refused(key, value):
     ("exposeTopicLevelMetricsInPrometheus", "maybe"),
     ("journalLargeEntryDirectIo", "sometimes"),
     ("journalDirectIo", "often"),
+    ("journalFormatVersionToWrite", "1"),
+    ("journalFormatVersionToWrite", "4"),
     ("readYieldToJournalUs", "-1"),
     ("readYieldToJournalUs", "2000000"),
     ("readYieldToJournalUs", "soon"),

@@ -3,7 +3,8 @@
  * the function replay trusts to find where a journal ends: it walks the input
  * as replay walks a journal file (record after record until the end, a torn
  * record or a bad checksum) and checks that no record claims bytes beyond the
- * input.
+ * input. The input's first byte picks the format (2 or 3) and, for format 3,
+ * the file's seq (its checksum seed).
  *
  *   CC=clang cmake -S . -B build-fuzz -G Ninja -DQUIRE_FUZZ=ON
  *   ninja -C build-fuzz fuzz_journal
@@ -16,10 +17,16 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (size == 0)
+        return 0;
+    uint32_t format = data[0] & 1 ? 3 : 2;
+    uint64_t seq = data[0] >> 1;
+    data++;
+    size--;
     uint64_t off = 0;
     while (off < size) {
         const char *why = NULL;
-        int64_t n = journal_check_record(data + off, size - off, &why);
+        int64_t n = journal_check_record(data + off, size - off, format, seq, &why);
         if (n < 0) {
             if (!why)
                 abort(); /* a refusal always says why */

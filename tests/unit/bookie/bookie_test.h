@@ -48,6 +48,10 @@ int bt_delete(bookie_t *bk, int64_t ledger_id);
 int bt_gc(bookie_t *bk);
 /* Reads and compares against bt_fill: 0, or the read's rc, or QE_CORRUPT on a mismatch. */
 int bt_verify(bookie_t *bk, int64_t ledger_id, int64_t entry_id, size_t n);
+/* bt_add and bt_verify with the bytes bt_fill gives (fill_ledger, entry_id). */
+int bt_add_as(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, int64_t fill_ledger,
+              size_t n);
+int bt_verify_as(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t fill_ledger, size_t n);
 
 /* bookie_open that TEST_REQUIREs success. */
 bookie_t *bt_open(const bookie_config_t *cfg);

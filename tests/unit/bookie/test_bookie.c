@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/crc32c.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "storage/bookie/bookie_int.h"
@@ -141,11 +142,27 @@ static int bt_wait(int call_rc, bt_res_t *r)
 
 int bt_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, size_t n)
 {
+    return bt_add_as(bk, ledger_id, entry_id, lac, ledger_id, n);
+}
+
+int bt_add_as(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac, int64_t fill_ledger,
+              size_t n)
+{
     bt_res_t r = {0};
-    qbuf_t *b = bt_entry(ledger_id, entry_id, n);
+    qbuf_t *b = bt_entry(fill_ledger, entry_id, n);
     int rc = bookie_add(bk, ledger_id, entry_id, lac, b, bt_add_cb, &r);
     qbuf_unref(b); /* the bookie holds its own reference */
     return bt_wait(rc, &r);
+}
+
+int bt_verify_as(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t fill_ledger, size_t n)
+{
+    qbuf_t *b = NULL;
+    int rc = bt_read(bk, ledger_id, entry_id, &b, NULL);
+    if (rc == 0 && !bt_check(fill_ledger, entry_id, b, n))
+        rc = QE_CORRUPT;
+    qbuf_unref(b);
+    return rc;
 }
 
 int bt_read(bookie_t *bk, int64_t ledger_id, int64_t entry_id, qbuf_t **out, int64_t *lac)
@@ -200,12 +217,7 @@ int bt_gc(bookie_t *bk)
 
 int bt_verify(bookie_t *bk, int64_t ledger_id, int64_t entry_id, size_t n)
 {
-    qbuf_t *b = NULL;
-    int rc = bt_read(bk, ledger_id, entry_id, &b, NULL);
-    if (rc == 0 && !bt_check(ledger_id, entry_id, b, n))
-        rc = QE_CORRUPT;
-    qbuf_unref(b);
-    return rc;
+    return bt_verify_as(bk, ledger_id, entry_id, ledger_id, n);
 }
 
 bookie_t *bt_open(const bookie_config_t *cfg)
@@ -517,6 +529,130 @@ static void test_corrupt_journal_record(void)
     for (int e = 4; e < 10; e++) /* the bad record ends the journal */
         CU_ASSERT_EQUAL(bt_read(bk, 7, e, NULL, NULL), QE_NO_ENTRY);
     bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* One ADD record of the given format for journal file seq at p; its size. */
+static size_t jf_record(uint8_t *p, uint32_t format, uint64_t seq, int64_t ledger, int64_t entry)
+{
+    uint32_t len = 100;
+    put_le32(p, format >= 3 ? JOURNAL_MAGIC_V3 : JOURNAL_MAGIC);
+    put_le32(p + 4, len);
+    put_le32(p + 8, 0);
+    put_le32(p + 12, JREC_ADD);
+    put_le64(p + 16, (uint64_t)ledger);
+    put_le64(p + 24, (uint64_t)entry);
+    put_le64(p + 32, (uint64_t)-1);
+    memset(p + JOURNAL_HEADER_BYTES, (int)(entry & 0xff), len);
+    put_le32(p + 8, crc32c(journal_crc_seed(format, seq), p, JOURNAL_HEADER_BYTES + len));
+    return JOURNAL_HEADER_BYTES + len;
+}
+
+/* A journal file made of records (format, seq written for, ledger, entry),
+ * then `zeros` zero bytes. */
+typedef struct jf_rec {
+    uint32_t format;
+    uint64_t seq;
+    int64_t ledger, entry;
+} jf_rec_t;
+
+static uint64_t jf_file(const char *jdir, uint64_t seq, const jf_rec_t *r, int n, size_t zeros)
+{
+    uint8_t buf[4096] = {0};
+    size_t off = 0;
+    for (int i = 0; i < n; i++)
+        off += jf_record(buf + off, r[i].format, r[i].seq, r[i].ledger, r[i].entry);
+    TEST_REQUIRE(off + zeros <= sizeof buf);
+    char path[4096 + 32];
+    snprintf(path, sizeof path, "%s/%016llx.jnl", jdir, (unsigned long long)seq);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    TEST_REQUIRE(fd >= 0 && bk_pwrite_all(fd, buf, off + zeros, 0) == 0);
+    close(fd);
+    return off + zeros;
+}
+
+typedef struct jf_seen {
+    int n;
+    int64_t ledger[16], entry[16];
+    uint64_t seq[16];
+} jf_seen_t;
+
+static int jf_collect(void *ctx, const journal_record_t *rec)
+{
+    jf_seen_t *s = ctx;
+    if (s->n < 16) {
+        s->ledger[s->n] = rec->ledger_id;
+        s->entry[s->n] = rec->entry_id;
+        s->seq[s->n++] = rec->pos.seq;
+    }
+    return 0;
+}
+
+static uint64_t jf_size(const char *jdir, uint64_t seq)
+{
+    char path[4096 + 32];
+    snprintf(path, sizeof path, "%s/%016llx.jnl", jdir, (unsigned long long)seq);
+    struct stat st;
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Format 3 (journal.h): a record is valid only in the file it was written
+ * for, so the bytes of an older file that one was written over (records of
+ * another seq, of format 2) end that file, and replay goes on with the next;
+ * the last file is truncated at its end. Format 2: the first bad record ends
+ * the journal. */
+static void test_journal_format3_file_ends(void)
+{
+    char *dir = bt_dir("bk-jfmt");
+    char jdir[4096];
+    snprintf(jdir, sizeof jdir, "%s/j", dir);
+    TEST_REQUIRE(mkdir(jdir, 0755) == 0);
+    jf_rec_t f7[] = {{3, 7, 1, 0}, {3, 7, 1, 1}, {3, 5, 9, 0}, {3, 7, 1, 2}};
+    jf_rec_t f8[] = {{3, 8, 1, 3}, {2, 8, 9, 1}, {3, 8, 1, 4}};
+    jf_rec_t f9[] = {{3, 9, 1, 5}};
+    jf_rec_t f10[] = {{3, 10, 1, 6}, {3, 9, 9, 2}, {3, 10, 1, 7}};
+    uint64_t s7 = jf_file(jdir, 7, f7, 4, 0), s8 = jf_file(jdir, 8, f8, 3, 0);
+    uint64_t s9 = jf_file(jdir, 9, f9, 1, 300);
+    jf_file(jdir, 10, f10, 3, 0);
+    jf_seen_t seen = {0};
+    uint64_t next = 0;
+    CU_ASSERT_EQUAL(journal_replay(jdir, (journal_pos_t){7, 0}, 3, jf_collect, &seen, &next), 0);
+    CU_ASSERT_EQUAL(next, 11);
+    int64_t want[] = {0, 1, 3, 5, 6};
+    uint64_t want_seq[] = {7, 7, 8, 9, 10};
+    CU_ASSERT_EQUAL(seen.n, 5);
+    for (int i = 0; i < 5 && i < seen.n; i++) {
+        CU_ASSERT_EQUAL(seen.ledger[i], 1);
+        CU_ASSERT_EQUAL(seen.entry[i], want[i]);
+        CU_ASSERT_EQUAL(seen.seq[i], want_seq[i]);
+    }
+    /* not the last: left as they are; the last: cut after its one record */
+    CU_ASSERT_EQUAL(jf_size(jdir, 7), s7);
+    CU_ASSERT_EQUAL(jf_size(jdir, 8), s8);
+    CU_ASSERT_EQUAL(jf_size(jdir, 9), s9);
+    CU_ASSERT_EQUAL(jf_size(jdir, 10), JOURNAL_HEADER_BYTES + 100);
+
+    /* the same records checked as format 2: none is valid (another magic) */
+    uint8_t rec[256];
+    const char *why = NULL;
+    jf_record(rec, 3, 7, 1, 0);
+    CU_ASSERT_EQUAL(journal_check_record(rec, sizeof rec, 2, 7, &why), -1);
+    CU_ASSERT_EQUAL(journal_check_record(rec, sizeof rec, 3, 7, &why), JOURNAL_HEADER_BYTES + 100);
+    CU_ASSERT_EQUAL(journal_check_record(rec, sizeof rec, 3, 6, &why), -1);
+    CU_ASSERT_EQUAL(journal_check_record(rec, sizeof rec, 3, 7 + (1ull << 31), &why), -1);
+    jf_record(rec, 2, 7, 1, 0);
+    CU_ASSERT_EQUAL(journal_check_record(rec, sizeof rec, 2, 99, &why), JOURNAL_HEADER_BYTES + 100);
+
+    /* format 2: a bad record in file 20 ends the journal; file 21 is not replayed */
+    jf_rec_t g20[] = {{2, 20, 1, 0}, {3, 20, 9, 0}, {2, 20, 1, 1}};
+    jf_rec_t g21[] = {{2, 21, 1, 2}};
+    jf_file(jdir, 20, g20, 3, 0);
+    jf_file(jdir, 21, g21, 1, 0);
+    memset(&seen, 0, sizeof seen);
+    CU_ASSERT_EQUAL(journal_replay(jdir, (journal_pos_t){20, 0}, 2, jf_collect, &seen, &next), 0);
+    CU_ASSERT_EQUAL(seen.n, 1);
+    CU_ASSERT_EQUAL(jf_size(jdir, 20), JOURNAL_HEADER_BYTES + 100);
     test_rm_rf(dir);
     free(dir);
 }
@@ -1259,7 +1395,9 @@ static bool bt_journal_adds(const char *dir, int64_t *ids, uint32_t *lens, int m
         size_t off = 0;
         const char *why = NULL;
         int64_t r;
-        while (off < size && (r = journal_check_record(p + off, size - off, &why)) > 0) {
+        uint64_t seq = strtoull(path + strlen(jdir) + 1, NULL, 16); /* <seq>.jnl */
+        while (off < size && (r = journal_check_record(p + off, size - off, JOURNAL_FORMAT_VERSION,
+                                                       seq, &why)) > 0) {
             if (get_le32(p + off + 12) == JREC_ADD && *n < max) {
                 ids[*n] = (int64_t)get_le64(p + off + 24);
                 lens[(*n)++] = get_le32(p + off + 4);
@@ -1992,6 +2130,8 @@ static void register_suites(void)
     CU_add_test(s, "journal replay before any flush", test_replay_before_flush);
     CU_add_test(s, "torn journal tail truncated", test_torn_tail_truncated);
     CU_add_test(s, "corrupt journal record ends replay", test_corrupt_journal_record);
+    CU_add_test(s, "journal format 3: another file's records end a file, not the journal",
+                test_journal_format3_file_ends);
     CU_add_test(s, "corrupt entry log record", test_corrupt_entry_log_record);
     CU_add_test(s, "fencing survives reopen", test_fencing);
     CU_add_test(s, "lac and last entry", test_lac_and_last_entry);

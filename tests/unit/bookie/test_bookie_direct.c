@@ -10,6 +10,7 @@
  * their pinning while the journal may reference them, the checkpoint version,
  * and switching the feature off and on over the same store.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "common/errors.h"
 #include "storage/bookie/bookie_int.h"
 #include "storage/bookie/bookie_io.h"
+#include "storage/bookie/journal.h"
 #include "tests/unit/bookie/bookie_test.h"
 
 #define DT_LARGE 20000u
@@ -139,7 +141,7 @@ static void test_direct_replay_mixed(void)
     bookie_get_stats(bk, &st);
     CU_ASSERT_EQUAL(st.entry_log_bytes, large + small);
     CU_ASSERT_EQUAL(st.read_cache_hits, 0);
-    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 2);
+    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 3); /* journal format 3 (the default) */
     bookie_close(bk);
     (void)n;
     test_rm_rf(dir);
@@ -686,16 +688,20 @@ static void test_direct_gc_and_compaction(void)
     free(dir);
 }
 
-/* Off (0): entries journaled whole, checkpoint version 1. A store written
- * either way opens either way: old journals replay, and references replay
- * whatever the setting. */
+/* Off (0): entries journaled whole, checkpoint version 1 (journal format 2).
+ * A store written either way opens either way: old journals replay, and
+ * references replay whatever the setting. Then journal format 3 (version 3)
+ * over the same store, and back to format 2. */
 static void test_direct_switch_off_and_on(void)
 {
     char *dir = bt_dir("bk-dswitch");
-    bookie_config_t off, on;
+    bookie_config_t off, on, v3;
     dt_config(&off, dir);
     off.journal_large_entry_bytes = 0;
+    off.journal_format_version = 2;
     dt_config(&on, dir);
+    on.journal_format_version = 2;
+    dt_config(&v3, dir);
     bookie_t *bk = bt_open(&off);
     CU_ASSERT_EQUAL(bt_add(bk, 20, 0, -1, DT_LARGE), 0);
     bookie_stats_t st;
@@ -717,6 +723,24 @@ static void test_direct_switch_off_and_on(void)
     CU_ASSERT_EQUAL(bt_verify(bk, 20, 0, DT_LARGE), 0);
     CU_ASSERT_EQUAL(bt_verify(bk, 20, 1, DT_LARGE), 0);
     CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 1);
+    CU_ASSERT_EQUAL(bt_add(bk, 20, 2, 1, 1000), 0);
+    bookie_test_abandon(bk);
+
+    bk = bt_open(&v3); /* a format 2 journal replayed, format 3 written */
+    CU_ASSERT_EQUAL(bt_verify(bk, 20, 2, 1000), 0);
+    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 3);
+    CU_ASSERT_EQUAL(bt_add(bk, 20, 3, 2, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 20, 4, 3, 1000), 0);
+    bookie_test_abandon(bk);
+
+    bk = bt_open(&on); /* a format 3 journal replayed, format 2 written */
+    for (int e = 0; e <= 4; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 20, e, e == 2 || e == 4 ? 1000 : DT_LARGE), 0);
+    CU_ASSERT_EQUAL(dt_checkpoint_version(dir), 2);
+    CU_ASSERT_EQUAL(bt_add(bk, 20, 5, 4, 1000), 0);
+    bookie_test_abandon(bk);
+    bk = bt_open(&v3);
+    CU_ASSERT_EQUAL(bt_verify(bk, 20, 5, 1000), 0);
     bookie_close(bk);
     test_rm_rf(dir);
     free(dir);
@@ -924,6 +948,211 @@ static void test_spares_taken_and_cut_after_crash(void)
 {
     dt_spares_run(true);
     dt_spares_run(false);
+}
+
+/* The newest journal file: its seq and path, its size, and in *end where its
+ * records end (format 3, checked against its seq). */
+typedef struct dt_jfile {
+    char path[4096 + 64];
+    uint64_t seq, size, end;
+    uint8_t *p;
+} dt_jfile_t;
+
+static void dt_newest_journal(const char *dir, dt_jfile_t *f)
+{
+    char jdir[4096];
+    snprintf(jdir, sizeof jdir, "%s/journal", dir);
+    struct dirent **names;
+    int cnt = scandir(jdir, &names, NULL, alphasort);
+    TEST_REQUIRE(cnt > 0);
+    f->seq = 0;
+    for (int i = 0; i < cnt; i++) {
+        const char *nm = names[i]->d_name;
+        if (strlen(nm) == 20 && strcmp(nm + 16, ".jnl") == 0) {
+            f->seq = strtoull(nm, NULL, 16);
+            snprintf(f->path, sizeof f->path, "%s/%.20s", jdir, nm);
+        }
+        free(names[i]);
+    }
+    free(names);
+    TEST_REQUIRE(f->seq > 0);
+    f->size = dt_file_size(f->path);
+    free(f->p);
+    f->p = malloc(f->size ? f->size : 1);
+    int fd = open(f->path, O_RDONLY);
+    TEST_REQUIRE(f->p && fd >= 0 && bk_pread_all(fd, f->p, f->size, 0) == 0);
+    close(fd);
+    const char *why;
+    int64_t r;
+    for (f->end = 0; f->end < f->size && (r = journal_check_record(f->p + f->end, f->size - f->end,
+                                                                   3, f->seq, &why)) > 0;)
+        f->end += (uint64_t)r;
+}
+
+/* Entries of ledger 1 whose records, written for an older file, lie in f at
+ * or after `from` (up to max; valid in the file they were written to); in
+ * *first, the offset of the first such record. */
+static int dt_stale_entries(const dt_jfile_t *f, uint64_t from, int64_t *out, int max,
+                            uint64_t *first)
+{
+    int n = 0;
+    *first = UINT64_MAX;
+    for (uint64_t o = from; o + JOURNAL_HEADER_BYTES <= f->size && n < max; o++) {
+        if (get_le32(f->p + o) != JOURNAL_MAGIC_V3)
+            continue;
+        const char *why;
+        for (uint64_t s = f->seq - 1; s >= 1; s--) {
+            int64_t r = journal_check_record(f->p + o, f->size - o, 3, s, &why);
+            if (r > 0) {
+                if (*first == UINT64_MAX)
+                    *first = o;
+                if (get_le32(f->p + o + 12) == JREC_ADD && get_le64(f->p + o + 16) == 1)
+                    out[n++] = (int64_t)get_le64(f->p + o + 24);
+                o += (uint64_t)r - 1;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+static bool dt_in(const int64_t *v, int n, int64_t x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return true;
+    return false;
+}
+
+/* Journal format 3: a checkpoint's trimmed journal file is kept as the
+ * journal's spare and written over as a next one (no zeros written: the
+ * spares are never idle here). A crash in such a file, with older records
+ * of ledger 1 after its end whose entries were since re-added with other
+ * bytes of the same length: those records are not replayed, every entry
+ * reads back as last written. Written buffered (no padding after a group),
+ * the crash comes when the file's end is exactly where such an older record
+ * starts, which only the seq under the checksum tells from a record of this
+ * file (test_journal_format3_file_ends has the record-level cases). */
+static void dt_reuse_run(bool odirect)
+{
+    char *dir = bt_dir("bk-jreuse");
+    bookie_config_t cfg;
+    dt_spare_config(&cfg, dir);
+    cfg.spare_idle_ms = 3600u * 1000; /* never zeroes: a spare is a trimmed file */
+    cfg.flush_interval_ms = 20;
+    cfg.journal_odirect = odirect;
+    bookie_t *bk = bt_open(&cfg);
+    char jdir[4096 + 16];
+    snprintf(jdir, sizeof jdir, "%s/journal", dir);
+    if (!bt_fs_takes_odirect(jdir)) { /* no spares there */
+        bookie_close(bk);
+        test_rm_rf(dir);
+        free(dir);
+        return;
+    }
+    bookie_stats_t st;
+    int64_t n = 0;
+    uint64_t deadline = clock_mono_us() + 30 * 1000000ull;
+    do { /* about 0.2 MB a burst, files of 1 MiB */
+        for (int i = 0; i < 200; i++, n++)
+            TEST_REQUIRE(bt_add(bk, 1, n, n - 1, 1000) == 0);
+        test_run_for(bt_loop, 0.05); /* flushes: checkpoints trim the journal */
+        bookie_get_stats(bk, &st);
+    } while (st.spares_taken_journal < 3 && clock_mono_us() < deadline);
+    TEST_REQUIRE(st.spares_taken_journal >= 3);
+    CU_ASSERT_TRUE(st.spare_jnl_reused >= 3);
+    CU_ASSERT_EQUAL(st.spare_zeroed_bytes, 0);
+    CU_ASSERT_TRUE(bt_count_files(dir, "journal", ".jnl", NULL, 0) <= 3);
+
+    /* Adds to ledger 2 until the newest file is a reused one with older
+     * records of ledger 1 well after its end (384 KiB: the re-adds below
+     * take about 67 KB, the search after them up to 300 KB); those entries
+     * re-added with ledger 100's bytes. */
+    dt_jfile_t f = {.p = NULL};
+    int64_t stale[64], m = 0;
+    int ns = 0;
+    uint64_t first;
+    while (ns < 64 && clock_mono_us() < deadline) {
+        dt_newest_journal(dir, &f);
+        ns = dt_stale_entries(&f, f.end + (384u << 10), stale, 64, &first);
+        for (int i = 0; ns < 64 && i < 50; i++, m++)
+            TEST_REQUIRE(bt_add(bk, 2, m, m - 1, 1000) == 0);
+        test_run_for(bt_loop, 0.01);
+    }
+    TEST_REQUIRE(ns == 64);
+    uint64_t seq = f.seq;
+    for (int i = 0; i < ns; i++)
+        CU_ASSERT_EQUAL(bt_add_as(bk, 1, stale[i], n - 1, 100, 1000), 0);
+    /* buffered: one add (1,040 bytes, as every older record of ledger 1) and
+     * a flush (its 40-byte checkpoint marker moves the end's offset modulo
+     * 1,040 by one of 26 steps) at a time, until an older record starts
+     * right at the end */
+    static int64_t after[1024];
+    int na = 0;
+    while (clock_mono_us() < deadline) {
+        dt_newest_journal(dir, &f);
+        TEST_REQUIRE(f.seq == seq); /* the same file, the older records still after the end */
+        na = dt_stale_entries(&f, f.end, after, 1024, &first);
+        if (odirect || first == f.end)
+            break;
+        TEST_REQUIRE(bt_add(bk, 2, m, m - 1, 1000) == 0);
+        m++;
+        test_run_for(bt_loop, 0.025);
+    }
+    CU_ASSERT_TRUE(odirect || first == f.end);
+    int reverted = 0; /* re-added entries whose older record lies after the end */
+    for (int i = 0; i < na; i++)
+        reverted += dt_in(stale, ns, after[i]);
+    CU_ASSERT_TRUE(reverted > 0);
+    bookie_test_abandon(bk); /* crash */
+
+    bk = bt_open(&cfg);
+    int bad = 0;
+    for (int64_t e = 0; e < n; e++)
+        bad += bt_verify_as(bk, 1, e, dt_in(stale, ns, e) ? 100 : 1, 1000) != 0;
+    for (int64_t e = 0; e < m; e++)
+        bad += bt_verify(bk, 2, e, 1000) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_close(bk);
+    free(f.p);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* Journal format 2 (journalFormatVersionToWrite=2): trimmed files are freed,
+ * never written over (their records would replay). */
+static void dt_reuse_format2(void)
+{
+    char *dir = bt_dir("bk-jreuse2");
+    bookie_config_t cfg;
+    dt_spare_config(&cfg, dir);
+    cfg.spare_idle_ms = 3600u * 1000;
+    cfg.flush_interval_ms = 20;
+    cfg.journal_format_version = 2;
+    bookie_t *bk = bt_open(&cfg);
+    for (int64_t n = 0; n < 4000;) {
+        for (int i = 0; i < 200; i++, n++)
+            TEST_REQUIRE(bt_add(bk, 1, n, n - 1, 1000) == 0);
+        test_run_for(bt_loop, 0.05);
+    }
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.spare_jnl_reused, 0);
+    CU_ASSERT_EQUAL(st.spares_taken_journal, 0);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    for (int64_t e = 0; e < 4000; e += 97)
+        CU_ASSERT_EQUAL(bt_verify(bk, 1, e, 1000), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_journal_files_reused(void)
+{
+    dt_reuse_run(true);
+    dt_reuse_run(false);
+    dt_reuse_format2();
 }
 
 /* A spare left by an earlier run is removed at open, spares on or off; above
@@ -1185,6 +1414,19 @@ static void dt_make_file(const char *dir, const char *sub, const char *name, siz
     close(fd);
 }
 
+/* fallocate()s ledgers/name to n bytes (its rest unwritten); false where the
+ * file system cannot. */
+static bool dt_preallocate(const char *dir, const char *name, off_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ledgers/%s", dir, name);
+    int fd = open(path, O_WRONLY);
+    TEST_REQUIRE(fd >= 0);
+    bool ok = fallocate(fd, 0, 0, n) == 0;
+    close(fd);
+    return ok;
+}
+
 static int dt_offer(spares_t *sp, spare_kind_t k, const char *dir, const char *name)
 {
     char path[4096];
@@ -1219,7 +1461,6 @@ static void test_spare_offer_limits(void)
     dt_make_file(dir, "ledgers", "b.log", 4u << 20);
     CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "big.log"), -EBUSY);
     CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "small.log"), -EBUSY);
-    CU_ASSERT_EQUAL(dt_offer(sp, SPARE_JOURNAL, dir, "a.log"), -EBUSY);
     CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "none.log"), -ENOENT);
     spares_set_paused(sp, true);
     CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "a.log"), -EBUSY);
@@ -1246,9 +1487,24 @@ static void test_spare_offer_limits(void)
     CU_ASSERT_TRUE(spares_ready(sp, SPARE_DIRECT)); /* a whole log: worth an early roll */
     spare_stats_t st;
     spares_get_stats(sp, &st);
-    CU_ASSERT_EQUAL(st.reused, 2);
+    CU_ASSERT_EQUAL(st.reused[SPARE_DIRECT], 2);
+    CU_ASSERT_EQUAL(st.reused[SPARE_JOURNAL], 0);
     CU_ASSERT_EQUAL(st.taken[SPARE_DIRECT], 1);
     CU_ASSERT_EQUAL(st.zeroed_bytes, 0);
+    /* Only its written blocks count (up to the first unwritten extent: a
+     * journal file rolled early is preallocated past them), at least a chunk. */
+    snprintf(taken, sizeof taken, "%s/0000000a.log", sub);
+    CU_ASSERT_EQUAL(spares_take(sp, SPARE_DIRECT, taken, &zeroed), 0);
+    dt_make_file(dir, "ledgers", "part.log", SPARE_CHUNK_BYTES / 2);
+    dt_make_file(dir, "ledgers", "part2.log", 2u << 20);
+    if (dt_preallocate(dir, "part.log", 4u << 20) && dt_preallocate(dir, "part2.log", 4u << 20)) {
+        CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "part.log"), -EBUSY);
+        CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "part2.log"), 0);
+        snprintf(taken, sizeof taken, "%s/0000000b.log", sub);
+        CU_ASSERT_EQUAL(spares_take(sp, SPARE_DIRECT, taken, &zeroed), 0);
+        CU_ASSERT_EQUAL(zeroed, 2u << 20);
+        CU_ASSERT_EQUAL(dt_file_size(taken), 4u << 20);
+    }
     spares_stop(sp); /* removes the spare not taken */
     CU_ASSERT_FALSE(dt_exists(dir, "ledgers", SPARE_FILE_NAME));
     test_rm_rf(dir);
@@ -1367,6 +1623,8 @@ void bookie_direct_register(void)
     CU_add_test(s, "a log GC removes kept as the direct spare, written over; crash",
                 test_gc_log_reused_as_spare);
     CU_add_test(s, "spares_offer: what it takes, what it leaves", test_spare_offer_limits);
+    CU_add_test(s, "journal files trimmed are written over as the next ones; crash",
+                test_journal_files_reused);
     CU_add_test(s, "a log GC compacts kept as the spare once its reads are done",
                 test_compacted_log_reused);
     CU_add_test(s, "O_DIRECT refused at open: buffered journal and logs, no spares",
