@@ -166,11 +166,11 @@ static void test_validate(void)
         "{\"type\":\"record\",\"fields\":[]}",                                /* no name */
         "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\"}]}", /* no type */
         "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"Nope\"}]}",
-        "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"int\"},"
-        "{\"name\":\"a\",\"type\":\"int\"}]}", /* duplicate field */
-        "[\"int\",[\"null\"]]",                /* nested union */
-        "{\"type\":\"enum\",\"name\":\"E\"}",  /* no symbols */
-        "{\"type\":\"fixed\",\"name\":\"F\"}", /* no size */
+        ("{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"int\"},"
+         "{\"name\":\"a\",\"type\":\"int\"}]}"), /* duplicate field (one string) */
+        "[\"int\",[\"null\"]]",                  /* nested union */
+        "{\"type\":\"enum\",\"name\":\"E\"}",    /* no symbols */
+        "{\"type\":\"fixed\",\"name\":\"F\"}",   /* no size */
         "42",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
