@@ -491,8 +491,10 @@ static void bookie_complete_one(bookie_t *bk, journal_req_t *r)
 static void bookie_group_done(void *ctx, uint64_t begin, uint64_t end, int rc, journal_pos_t pos)
 {
     bookie_t *bk = ctx;
-    if (rc && !bk->read_only)
+    if (rc && rc != QE_READ_ONLY && !bk->read_only)
         bk->read_only = rc;
+    if (rc == QE_READ_ONLY && bk->cfg.disk_check_interval_ms) /* no room for a journal file */
+        bookie_disk_check(bk);
     if (rc == 0)
         bk->acked_pos = pos;
     pthread_mutex_lock(&bk->lock);
@@ -1315,6 +1317,11 @@ void bookie_test_disk_usage(bookie_t *bk, double usage)
 void bookie_test_fail_journal(bookie_t *bk, int err)
 {
     journal_inject_error(bk->journal, err);
+}
+
+void bookie_test_fail_journal_roll(bookie_t *bk, int err)
+{
+    journal_inject_roll_error(bk->journal, err);
 }
 
 void bookie_test_fail_flush(bookie_t *bk, int err)

@@ -195,6 +195,8 @@ void bookie_gc_done(bookie_t *bk, int rc);
 /* Fault injection for tests: the next journal group write, or the next entry
  * log sync, fails with err (e.g. -ENOSPC, -EIO). Loop thread. */
 void bookie_test_fail_journal(bookie_t *bk, int err);
+/* ... the journal's next file cannot be made (err: -ENOSPC, or another). */
+void bookie_test_fail_journal_roll(bookie_t *bk, int err);
 void bookie_test_fail_flush(bookie_t *bk, int err);
 /* Applies a disk usage (0..1) as if the periodic check had measured it on
  * both directories (tests: a disk filling and freed without filling one). */

@@ -117,6 +117,8 @@ struct journal {
     pthread_cond_t dcv;
 
     atomic_int inject;
+    atomic_int inject_roll; /* tests: the next file's creation fails with it */
+    bool roll_failing;      /* a next file could not be made for lack of space */
     atomic_uint_fast64_t syncs, sync_us, dio_groups;
     atomic_uint_fast64_t direct_syncs, direct_sync_us, direct_bytes;
 };
@@ -250,6 +252,11 @@ void journal_get_direct_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_t
     *syncs = atomic_load(&j->direct_syncs);
     *sync_us_total = atomic_load(&j->direct_sync_us);
     *bytes = atomic_load(&j->direct_bytes);
+}
+
+void journal_inject_roll_error(journal_t *j, int err)
+{
+    atomic_store(&j->inject_roll, err);
 }
 
 void journal_inject_error(journal_t *j, int err)
@@ -602,17 +609,60 @@ static uint64_t journal_published_tail(journal_t *j)
     return t;
 }
 
+/* One completion for slots [begin, end) to the loop. */
+static void journal_post(journal_t *j, uint64_t begin, uint64_t end, int rc)
+{
+    journal_done_t *d = malloc(sizeof *d);
+    if (d)
+        *d = (journal_done_t){j, begin, end, rc, {j->seq, j->off}};
+    if (!d || qloop_post(j->mb, journal_done_on_loop, d) != 0) {
+        log_error("bookie", "journal: out of memory posting a completion");
+        abort(); /* the adds would never complete: fail loudly */
+    }
+}
+
+/* The next file, before the group's first record (the carry stays with the
+ * old file; the records open the new one). 0; or, when the file system has
+ * no room for it (ENOSPC, EDQUOT: nothing of the group encoded or written),
+ * QE_READ_ONLY for the slots queued now, and the next group tries again; any
+ * other failure is the journal's last (-errno). */
+static int journal_roll(journal_t *j)
+{
+    int rc = atomic_exchange(&j->inject_roll, 0);
+    if (rc == 0)
+        rc = journal_file_create(j, j->seq + 1);
+    if (rc == -ENOSPC || rc == -EDQUOT) {
+        if (!j->roll_failing)
+            log_warn("bookie",
+                     "journal: no room for the next journal file (%s): adds fail until "
+                     "there is (tried again at each group)",
+                     q_strerror(rc));
+        j->roll_failing = true;
+        return QE_READ_ONLY;
+    }
+    if (rc == 0 && j->roll_failing) {
+        log_info("bookie", "journal: the next journal file made: adds are taken again");
+        j->roll_failing = false;
+    }
+    return rc;
+}
+
 /* Takes what is queued (looking again while the group has room and time),
  * writes it, posts one completion. */
 static void journal_run_group(journal_t *j, uint64_t avail)
 {
     uint64_t begin = j->taken, t0 = clock_mono_us();
-    /* the next file first, if the group's first record needs it (the carry
-     * stays with the old file; the records open the new one) */
     int rc = j->failed;
     if (rc == 0 &&
-        journal_needs_roll(j, record_journal_bytes(j, &j->ring[j->taken % j->cfg.ring_slots])))
-        rc = j->failed = journal_file_create(j, j->seq + 1);
+        journal_needs_roll(j, record_journal_bytes(j, &j->ring[j->taken % j->cfg.ring_slots]))) {
+        rc = journal_roll(j);
+        if (rc == QE_READ_ONLY) { /* not now: every slot queued fails, none encoded */
+            j->taken = avail;
+            journal_post(j, begin, avail, rc);
+            return;
+        }
+        j->failed = rc;
+    }
     group_reset(j);
     for (;;) {
         while (j->taken < avail && group_add(j, &j->ring[j->taken % j->cfg.ring_slots]))
@@ -626,13 +676,7 @@ static void journal_run_group(journal_t *j, uint64_t avail)
     assert(j->taken > begin);
     if (rc == 0)
         rc = j->failed = group_write(j);
-    journal_done_t *d = malloc(sizeof *d);
-    if (d)
-        *d = (journal_done_t){j, begin, j->taken, rc, {j->seq, j->off}};
-    if (!d || qloop_post(j->mb, journal_done_on_loop, d) != 0) {
-        log_error("bookie", "journal: out of memory posting a completion");
-        abort(); /* the adds would never complete: fail loudly */
-    }
+    journal_post(j, begin, j->taken, rc);
 }
 
 static void *journal_main(void *p)

@@ -70,7 +70,9 @@
  *
  * Errors: a failed write or fdatasync (journal or direct log) fails that group with -errno and
  * every later group with the same code (the journal never writes again; the bookie turns
- * read-only).
+ * read-only). A next file that cannot be made for lack of space (ENOSPC, EDQUOT at its
+ * creation or preallocation, before any record of the group is encoded) fails only the
+ * adds queued then, with QE_READ_ONLY, and the next group tries again.
  */
 #ifndef QUIRE_STORAGE_BOOKIE_JOURNAL_H
 #define QUIRE_STORAGE_BOOKIE_JOURNAL_H
@@ -192,6 +194,9 @@ void journal_get_direct_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_t
                               uint64_t *bytes);
 /* Fault injection for tests: the next group write fails with err (< 0). */
 void journal_inject_error(journal_t *j, int err);
+/* ... the next journal file's creation fails with err (-ENOSPC: the group's
+ * adds fail with QE_READ_ONLY, the journal goes on). */
+void journal_inject_roll_error(journal_t *j, int err);
 
 /* A record met by replay: payload points into the mapped file (borrowed for
  * the duration of the call). */

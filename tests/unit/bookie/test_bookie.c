@@ -1608,6 +1608,53 @@ static void test_journal_error_turns_read_only(void)
     free(dir);
 }
 
+/* No room for the next journal file (ENOSPC at its creation, before any
+ * record of the group is written): the adds queued then fail with
+ * QE_READ_ONLY, the bookie stays writable, the next add makes the file, and
+ * every add acknowledged is there after a restart. Any other error there is
+ * the journal's last (read-only). */
+static void test_journal_roll_without_room(void)
+{
+    char *dir = bt_dir("bk-rollspace");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.journal_file_size_bytes = 64u << 10;
+    bookie_t *bk = bt_open(&cfg);
+    bookie_test_fail_journal_roll(bk, -ENOSPC);
+    int64_t e = 0, failed = -1;
+    for (; e < 200 && failed < 0; e++) {
+        int rc = bt_add(bk, 42, e, e - 1, 1000);
+        if (rc == QE_READ_ONLY)
+            failed = e;
+        else
+            CU_ASSERT_EQUAL(rc, 0);
+    }
+    CU_ASSERT_TRUE(failed > 0); /* the first file took some */
+    CU_ASSERT_TRUE(bookie_writable(bk));
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_FALSE(st.read_only);
+    for (int64_t k = failed; k < failed + 100; k++) /* the next file, and more */
+        CU_ASSERT_EQUAL(bt_add(bk, 42, k, k - 1, 1000), 0);
+    CU_ASSERT_TRUE(bt_count_files(dir, "journal", ".jnl", NULL, 0) >= 2);
+    bookie_close(bk);
+    bk = bt_open(&cfg);
+    int bad = 0;
+    for (int64_t k = 0; k < failed + 100; k++)
+        bad += bt_verify(bk, 42, k, 1000) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_test_fail_journal_roll(bk, -EIO);
+    int rc = 0;
+    for (e = failed + 100; e < failed + 300 && rc == 0; e++)
+        rc = bt_add(bk, 42, e, e - 1, 1000);
+    CU_ASSERT_EQUAL(rc, -EIO);
+    CU_ASSERT_EQUAL(bt_add(bk, 42, e, e - 1, 1000), QE_READ_ONLY);
+    CU_ASSERT_FALSE(bookie_writable(bk));
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_flush_error_turns_read_only(void)
 {
     char *dir = bt_dir("bk-eio");
@@ -2153,6 +2200,8 @@ static void register_suites(void)
     CU_add_test(s, "read bytes in flight bounded", test_read_bytes_bound);
     CU_add_test(s, "pending adds bound", test_busy_bound);
     CU_add_test(s, "journal error turns read-only", test_journal_error_turns_read_only);
+    CU_add_test(s, "no room for the next journal file: those adds fail, the next ones go on",
+                test_journal_roll_without_room);
     CU_add_test(s, "flush error turns read-only", test_flush_error_turns_read_only);
     CU_add_test(s, "periodic checkpoint trims the journal", test_periodic_checkpoint_trims_journal);
     CU_add_test(s, "a paced flush hurries for a full cache and for a close",
