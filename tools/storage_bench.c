@@ -8,18 +8,23 @@
  *
  *   storage-bench [--dir DIR] [--sizes 100,1024,65536] [--seconds S]
  *                 [--inflight N] [--rate R] [--large-entry-bytes B]
- *                 [--group-bytes B] [--timeline FILE]
+ *                 [--group-bytes B] [--journal-format F] [--timer T] [--timeline FILE]
  *
  * --rate R: adds are issued at a fixed R per second and latency is measured
  * from each add's scheduled time (no coordinated omission): this is the
- * latency figure. Without it, N adds are kept in flight (max throughput): the
- * latency printed then is mostly queueing behind the other N-1 adds (Little's
- * law: N / throughput) and says how deep the queue was, not how fast an add is.
+ * latency figure. The adds due are issued every 200 us from a timerfd (since
+ * session 32; --timer libev: an ev_timer, as before, which libev's epoll
+ * backend fires a millisecond apart when nothing else wakes the loop); how
+ * late each was issued is part of its latency and printed on its own line. Without it, N adds are
+ * kept in flight (max throughput): the latency printed then is mostly queueing behind the other N-1
+ * adds (Little's law: N / throughput) and says how deep the queue was, not how fast an add is.
  *
  * --large-entry-bytes B: the bookie's journal_large_entry_bytes (default: the
  * bookie's default, 16 KiB; 0 turns it off): entries at least this large are
  * written once, to a direct entry log, with a reference in the journal.
  * --group-bytes B: the bookie's journal_group_bytes_max (default 512 KiB).
+ * --journal-format F: the journal format written (journalFormatVersionToWrite,
+ * 2 or 3; default 3: trimmed journal files written over as the next ones).
  * --timeline FILE (with --rate): one CSV line per 10 ms of schedule: the
  * entry size, the adds scheduled in it, their worst latency, how many took
  * over 1 and over 2 ms, and the bookie's counters sampled then (a flush
@@ -50,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -75,8 +81,10 @@ typedef struct bench {
     uint64_t start_ns, stop_ns, end_ns;
     uint64_t *issue_ns; /* ring of scheduled times by entry id */
     size_t ring;
-    hist_t hist; /* microseconds */
-    ev_timer tick;
+    hist_t hist;        /* microseconds */
+    hist_t late;        /* fixed rate: how late each add was issued (us), part of its latency */
+    ev_timer tick;      /* --timer libev */
+    ev_io tick_io;      /* the timerfd's (default) */
     struct tl_slot *tl; /* --timeline: one slot per TL_SLOT_NS of schedule */
     size_t tl_n;
     bool done;
@@ -219,6 +227,10 @@ static bool bench_add(bench_t *b, uint64_t scheduled_ns)
 {
     uint64_t id = b->issued;
     b->issue_ns[id % b->ring] = scheduled_ns;
+    if (b->rate > 0) {
+        uint64_t now = clock_mono_ns();
+        hist_record(&b->late, now > scheduled_ns ? (now - scheduled_ns) / 1000 : 0);
+    }
     int rc = ledger_add(b->ledger, b->payload, add_done, b);
     if (rc < 0) {
         if (rc != QE_BUSY)
@@ -239,17 +251,14 @@ static void bench_issue(bench_t *b)
         ;
 }
 
-static void rate_tick(struct ev_loop *loop, ev_timer *w, int revents)
+/* Issues the adds due; false once the run's time is over. */
+static bool rate_step(bench_t *b)
 {
-    (void)loop;
-    (void)revents;
-    bench_t *b = w->data;
     uint64_t now = clock_mono_ns();
     if (now >= b->stop_ns) {
-        ev_timer_stop(b->loop, w);
         if (b->inflight == 0)
             b->done = true;
-        return;
+        return false;
     }
     tl_sample(b, now);
     /* Issue every add whose scheduled time has come, stamped with that time. */
@@ -258,6 +267,30 @@ static void rate_tick(struct ev_loop *loop, ev_timer *w, int revents)
         uint64_t sched = b->start_ns + (uint64_t)((double)b->issued / b->rate * 1e9);
         if (!bench_add(b, sched))
             break;
+    }
+    return true;
+}
+
+static void rate_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    if (!rate_step(w->data))
+        ev_timer_stop(loop, w);
+}
+
+/* The timerfd's tick: libev's epoll backend sleeps whole milliseconds, rounded
+ * up, so an ev_timer of 200 us fires a millisecond apart whenever the loop has
+ * nothing else to wake it, and the adds due meanwhile are issued late (counted
+ * in their latency). A timerfd wakes the loop every 200 us. */
+static void rate_tick_fd(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)revents;
+    uint64_t expirations;
+    if (read(w->fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+        perror("storage-bench: timerfd read");
+    if (!rate_step(w->data)) {
+        ev_io_stop(loop, w);
+        close(w->fd);
     }
 }
 
@@ -289,6 +322,8 @@ static void run_until(struct ev_loop *loop, volatile bool *flag)
         ev_run(loop, EVRUN_ONCE);
 }
 
+static bool libev_timer; /* --timer libev: the rate timer an ev_timer (before session 32) */
+
 static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, double seconds,
                     int inflight, double rate, const char *timeline)
 {
@@ -305,6 +340,7 @@ static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, doub
     memset(b.payload->data, 'x', size);
     b.payload->len = (uint32_t)size;
     hist_init(&b.hist);
+    hist_init(&b.late);
     if (timeline && rate > 0) {
         b.tl_n = (size_t)(seconds * 1e9 / (double)TL_SLOT_NS) + 1;
         b.tl = calloc(b.tl_n, sizeof *b.tl);
@@ -323,7 +359,20 @@ static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, doub
     bookie_get_stats(bench_bookie, &st0);
     b.start_ns = clock_mono_ns();
     b.stop_ns = b.start_ns + (uint64_t)(seconds * 1e9);
-    if (rate > 0) {
+    int tfd =
+        rate > 0 && !libev_timer ? timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC) : -1;
+    struct itimerspec its = {{0, 200000}, {0, 200000}};
+    if (tfd >= 0 && timerfd_settime(tfd, 0, &its, NULL) < 0) {
+        close(tfd);
+        tfd = -1;
+    }
+    if (rate > 0 && tfd >= 0) {
+        ev_io_init(&b.tick_io, rate_tick_fd, tfd, EV_READ);
+        b.tick_io.data = &b;
+        ev_io_start(loop, &b.tick_io);
+    } else if (rate > 0) {
+        if (!libev_timer)
+            fprintf(stderr, "storage-bench: no timerfd: the rate timer is libev's\n");
         ev_timer_init(&b.tick, rate_tick, 0.0, 0.0002);
         b.tick.data = &b;
         ev_timer_start(loop, &b.tick);
@@ -354,6 +403,12 @@ static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, doub
            (unsigned long long)hist_percentile(&b.hist, 99),
            (unsigned long long)hist_percentile(&b.hist, 99.9), (unsigned long long)b.hist.max,
            (unsigned long long)b.acked, (unsigned long long)b.failed);
+    if (rate > 0) /* the load generator's own share of that latency */
+        printf("    issued late (the rate timer, counted in the latency) us p50 %llu p99 %llu "
+               "p99.9 %llu max %llu\n",
+               (unsigned long long)hist_percentile(&b.late, 50),
+               (unsigned long long)hist_percentile(&b.late, 99),
+               (unsigned long long)hist_percentile(&b.late, 99.9), (unsigned long long)b.late.max);
     printf("    bookie: %llu journal fdatasyncs, mean %.0f us (%.0f%% of the run), %.1f adds per "
            "fdatasync; direct log: %llu fdatasyncs, write+sync mean %.0f us, %.1f MB; entry logs "
            "grew %.1f MB (%.1f MB by flushes); bytes written ~%.1f MB/s (journal %.1f + direct "
@@ -413,7 +468,7 @@ int main(int argc, char **argv)
     const char *dir = NULL, *sizes = "100,1024,65536", *timeline = NULL;
     double seconds = 5, rate = 0;
     int inflight = 1000;
-    long large_entry_bytes = -1, group_bytes = -1; /* -1: the bookie's default */
+    long large_entry_bytes = -1, group_bytes = -1, jformat = -1; /* -1: the bookie's default */
     bool crc_only = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
@@ -430,6 +485,11 @@ int main(int argc, char **argv)
             large_entry_bytes = atol(argv[++i]);
         else if (strcmp(argv[i], "--group-bytes") == 0 && i + 1 < argc)
             group_bytes = atol(argv[++i]);
+        else if (strcmp(argv[i], "--timer") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "libev") == 0 || strcmp(argv[i + 1], "timerfd") == 0))
+            libev_timer = strcmp(argv[++i], "libev") == 0;
+        else if (strcmp(argv[i], "--journal-format") == 0 && i + 1 < argc)
+            jformat = atol(argv[++i]);
         else if (strcmp(argv[i], "--timeline") == 0 && i + 1 < argc)
             timeline = argv[++i];
         else if (strcmp(argv[i], "--crc") == 0)
@@ -437,7 +497,9 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: storage-bench [--dir DIR] [--sizes 100,1024,65536] "
                             "[--seconds S] [--inflight N] [--rate R] "
-                            "[--large-entry-bytes B] [--group-bytes B] [--timeline FILE] | "
+                            "[--large-entry-bytes B] [--group-bytes B] [--journal-format F] "
+                            "[--timer timerfd|libev] "
+                            "[--timeline FILE] | "
                             "--crc [--seconds S]\n");
             return 2;
         }
@@ -476,9 +538,11 @@ int main(int argc, char **argv)
         bc.journal_large_entry_bytes = (uint32_t)large_entry_bytes;
     if (group_bytes > 0)
         bc.journal_group_bytes_max = (uint32_t)group_bytes;
+    if (jformat >= 0)
+        bc.journal_format_version = (uint32_t)jformat; /* bookie_open refuses a bad one */
     printf("bookie: journal_large_entry_bytes %u (entries this large are written once), "
-           "journal_group_bytes_max %u\n",
-           bc.journal_large_entry_bytes, bc.journal_group_bytes_max);
+           "journal_group_bytes_max %u, journal format %u\n",
+           bc.journal_large_entry_bytes, bc.journal_group_bytes_max, bc.journal_format_version);
     if (rc == 0)
         rc = bookie_open(loop, &bc, &bk);
     bench_bookie = bk;
