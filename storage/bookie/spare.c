@@ -432,7 +432,7 @@ int spares_offer(spares_t *s, spare_kind_t k, const char *path)
     /* written blocks from offset 0: up to the first hole or unwritten extent
      * (a journal file rolled early has its preallocated rest unwritten) */
     off_t hole = rc == 0 ? lseek(fd, 0, SEEK_HOLE) : 0;
-    uint64_t written = hole > 0 && hole < st.st_size ? (uint64_t)hole : (uint64_t)st.st_size;
+    uint64_t written = hole >= 0 && hole < st.st_size ? (uint64_t)hole : (uint64_t)st.st_size;
     if (rc == 0 && written < SPARE_CHUNK_BYTES)
         rc = -EBUSY;
     if (rc == 0 && rename(path, p->path) < 0)

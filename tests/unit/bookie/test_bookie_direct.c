@@ -1497,7 +1497,11 @@ static void test_spare_offer_limits(void)
     CU_ASSERT_EQUAL(spares_take(sp, SPARE_DIRECT, taken, &zeroed), 0);
     dt_make_file(dir, "ledgers", "part.log", SPARE_CHUNK_BYTES / 2);
     dt_make_file(dir, "ledgers", "part2.log", 2u << 20);
-    if (dt_preallocate(dir, "part.log", 4u << 20) && dt_preallocate(dir, "part2.log", 4u << 20)) {
+    dt_make_file(dir, "ledgers", "unwritten.log", 0);
+    if (dt_preallocate(dir, "part.log", 4u << 20) && dt_preallocate(dir, "part2.log", 4u << 20) &&
+        dt_preallocate(dir, "unwritten.log", 4u << 20)) {
+        CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "unwritten.log"),
+                        -EBUSY); /* nothing written */
         CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "part.log"), -EBUSY);
         CU_ASSERT_EQUAL(dt_offer(sp, SPARE_DIRECT, dir, "part2.log"), 0);
         snprintf(taken, sizeof taken, "%s/0000000b.log", sub);
