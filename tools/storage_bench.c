@@ -15,9 +15,10 @@
  * latency figure. The adds due are issued every 200 us from a timerfd (since
  * session 32; --timer libev: an ev_timer, as before, which libev's epoll
  * backend fires a millisecond apart when nothing else wakes the loop); how
- * late each was issued is part of its latency and printed on its own line. Without it, N adds are
- * kept in flight (max throughput): the latency printed then is mostly queueing behind the other N-1
- * adds (Little's law: N / throughput) and says how deep the queue was, not how fast an add is.
+ * late each was issued is part of its latency and printed on its own line.
+ * Without it, N adds are kept in flight (max throughput): the latency printed
+ * then is mostly queueing behind the other N-1 adds (Little's law: N /
+ * throughput) and says how deep the queue was, not how fast an add is.
  *
  * --large-entry-bytes B: the bookie's journal_large_entry_bytes (default: the
  * bookie's default, 16 KiB; 0 turns it off): entries at least this large are
@@ -288,10 +289,8 @@ static void rate_tick_fd(struct ev_loop *loop, ev_io *w, int revents)
     uint64_t expirations;
     if (read(w->fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
         perror("storage-bench: timerfd read");
-    if (!rate_step(w->data)) {
-        ev_io_stop(loop, w);
-        close(w->fd);
-    }
+    if (!rate_step(w->data))
+        ev_io_stop(loop, w); /* run_size closes the timerfd */
 }
 
 /* -------------------------------------------------------------- driver -- */
@@ -380,6 +379,13 @@ static int run_size(struct ev_loop *loop, ledger_client_t *lc, size_t size, doub
         bench_issue(&b);
     }
     run_until(loop, &b.done);
+    /* the last add can end the run before the tick has seen its end: the tick
+     * is stopped here, before the next size's run clears b */
+    ev_timer_stop(loop, &b.tick);
+    if (tfd >= 0) {
+        ev_io_stop(loop, &b.tick_io);
+        close(tfd);
+    }
     bookie_get_stats(bench_bookie, &st1);
     double secs = (double)(b.end_ns - b.start_ns) / 1e9;
     uint64_t syncs = st1.journal_syncs - st0.journal_syncs;
