@@ -770,7 +770,7 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             (unsigned long long)st.spare_logs_reused, (unsigned long long)st.spare_jnl_reused);
     fprintf(f,
             "# HELP bookie_SERVER_STATUS 1 while the bookie takes adds, 0 while read-only "
-            "(disk usage at its mark, or an I/O error).\n"
+            "(disk usage at its mark, no room for a flush, or an I/O error).\n"
             "# TYPE bookie_SERVER_STATUS gauge\n"
             "bookie_SERVER_STATUS %d\n"
             "# HELP quire_bookie_disk_usage_ratio Disk usage at the last check (1 - available / "
@@ -784,9 +784,18 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "# HELP quire_bookie_disk_almost_full 1 while disk usage is at or above "
             "diskUsageWarnThreshold (GC at every check, no major compaction).\n"
             "# TYPE quire_bookie_disk_almost_full gauge\n"
-            "quire_bookie_disk_almost_full %d\n",
-            !(st.disk_full || st.read_only), st.disk_usage, st.disk_full ? 1 : 0,
-            st.disk_almost_full ? 1 : 0);
+            "quire_bookie_disk_almost_full %d\n"
+            "# HELP quire_bookie_flush_stalled 1 while adds are refused because a flush failed "
+            "for lack of room and waits to run again.\n"
+            "# TYPE quire_bookie_flush_stalled gauge\n"
+            "quire_bookie_flush_stalled %d\n"
+            "# HELP quire_bookie_flush_stalls_total Flushes that failed for lack of room (ENOSPC, "
+            "EDQUOT), each run again later.\n"
+            "# TYPE quire_bookie_flush_stalls_total counter\n"
+            "quire_bookie_flush_stalls_total %llu\n",
+            !(st.disk_full || st.read_only || st.flush_stalled), st.disk_usage,
+            st.disk_full ? 1 : 0, st.disk_almost_full ? 1 : 0, st.flush_stalled ? 1 : 0,
+            (unsigned long long)st.flush_stalls);
 }
 
 /* What one scrape prints, taken on the loop in steps (metrics_job_step); the

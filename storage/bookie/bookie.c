@@ -257,7 +257,7 @@ static void bookie_disk_check(bookie_t *bk);
  * (or, with periodic, when anything was journaled since the last freeze). */
 static void bookie_maybe_flush(bookie_t *bk, bool periodic)
 {
-    if (bk->flushing || bk->closing || atomic_load(&bk->flush_failed))
+    if (bk->flushing || bk->closing || bk->flush_stalled || atomic_load(&bk->flush_failed))
         return;
     bool full = bk->active->bytes >= bk->cfg.write_cache_bytes;
     if (!full && !(periodic && (bk->active->count || bk->journal_dirty)))
@@ -307,10 +307,60 @@ static void bookie_journal_checkpoint(bookie_t *bk, journal_pos_t cp)
     journal_submit(bk->journal);
 }
 
+/* A flush that failed for lack of room runs again after
+ * FLUSH_RETRY_FIRST_US, then at twice the wait each time, up to
+ * FLUSH_RETRY_MAX_US (on the flush timer's ticks). */
+#define FLUSH_RETRY_FIRST_US 1000000u
+#define FLUSH_RETRY_MAX_US 16000000u
+
+static void bookie_flush_stall(bookie_t *bk, int rc)
+{
+    uint64_t now = clock_mono_us();
+    bk->stats.flush_stalls++;
+    bk->flush_stall_attempts++;
+    if (!bk->flush_stalled) {
+        bk->flush_retry_wait_us = FLUSH_RETRY_FIRST_US;
+        log_warn("bookie",
+                 "no room to flush the write cache (%s): adds are refused (recovery adds, fences "
+                 "and deletes go on) until the flush goes through; it runs again in %.0f s, "
+                 "then at growing intervals up to %.0f s",
+                 q_strerror(rc), FLUSH_RETRY_FIRST_US / 1e6, FLUSH_RETRY_MAX_US / 1e6);
+    }
+    bk->flush_stalled = rc;
+    bk->flush_retry_at_us = now + bk->flush_retry_wait_us;
+    bk->flush_retry_wait_us *= 2;
+    if (bk->flush_retry_wait_us > FLUSH_RETRY_MAX_US)
+        bk->flush_retry_wait_us = FLUSH_RETRY_MAX_US;
+    bookie_adds_resume(bk); /* the waiting plain adds fail */
+    if (bk->cfg.disk_check_interval_ms)
+        bookie_disk_check(bk); /* GC frees what it can */
+}
+
+/* The flush timer while a flush waits to run again. */
+static void bookie_flush_retry(bookie_t *bk)
+{
+    if (bk->flushing || bk->closing || clock_mono_us() < bk->flush_retry_at_us)
+        return;
+    bk->flushing = true;
+    flusher_request_flush(bk, bk->frozen, bk->cp_pos, 0); /* unpaced */
+}
+
 void bookie_flush_done(bookie_t *bk, int rc)
 {
     assert(bk->flushing && bk->frozen);
     bk->flushing = false;
+    if (rc && flush_error_retryable(rc) && !bk->closing) {
+        bookie_flush_stall(bk, rc);
+        return;
+    }
+    if (rc == 0 && bk->flush_stalled) {
+        log_info("bookie",
+                 "the write cache is flushed (after %" PRIu32 " failed attempts): adds "
+                 "are taken again",
+                 bk->flush_stall_attempts);
+        bk->flush_stalled = 0;
+        bk->flush_stall_attempts = 0;
+    }
     if (rc) {
         /* The frozen cache stays readable (its entries are in the journal). */
         if (!bk->read_only)
@@ -331,7 +381,11 @@ static void bookie_flush_timer_cb(struct ev_loop *loop, ev_timer *w, int revents
 {
     (void)loop;
     (void)revents;
-    bookie_maybe_flush(w->data, true);
+    bookie_t *bk = w->data;
+    if (bk->flush_stalled)
+        bookie_flush_retry(bk);
+    else
+        bookie_maybe_flush(bk, true);
 }
 
 /* ------------------------------------------------------------------ GC -- */
@@ -348,8 +402,11 @@ static double bookie_gc_threshold(bookie_t *bk, bool forced)
      * it is almost full, minor compaction only: it copies the least. */
     bool major = c->major_compaction_threshold > 0 && c->major_compaction_interval_ms > 0 &&
                  !bk->disk_full && !bk->disk_almost_full;
-    bool minor =
-        c->minor_compaction_threshold > 0 && c->minor_compaction_interval_ms > 0 && !bk->disk_full;
+    bool minor = c->minor_compaction_threshold > 0 && c->minor_compaction_interval_ms > 0 &&
+                 !bk->disk_full && !bk->flush_stalled;
+    /* nor while a flush waits for room: that flush's copies, not indexed
+     * yet, would not be copied by a compaction of their log (flush.c) */
+    major = major && !bk->flush_stalled;
     int64_t now = clock_wall_ms();
     if (bk->gc_minor_ms > now) /* the clock went back: count from now */
         bk->gc_minor_ms = now;
@@ -534,6 +591,9 @@ static int bookie_check_add(bookie_t *bk, int64_t ledger_id, int64_t entry_id, q
     if (bk->disk_full && !recovery)
         return bookie_refuse(bk, QE_READ_ONLY, "add (disk usage above diskUsageThreshold)",
                              ledger_id, entry_id);
+    if (bk->flush_stalled && !recovery)
+        return bookie_refuse(bk, QE_READ_ONLY, "add (no room to flush the write cache)", ledger_id,
+                             entry_id);
     return 0;
 }
 
@@ -637,7 +697,7 @@ static void bookie_adds_resume(bookie_t *bk)
 {
     while (bk->wait_head && !bk->closing) {
         add_wait_t *w = bk->wait_head;
-        int rc = bk->read_only ? QE_READ_ONLY : 0;
+        int rc = bk->read_only || (bk->flush_stalled && !w->recovery) ? QE_READ_ONLY : 0;
         if (rc == 0 && !bookie_add_fits(bk, w->data->len)) {
             bookie_flush_hurry(bk); /* they wait for the flush */
             return;
@@ -1220,6 +1280,7 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->disk_full = bk->disk_full;
     out->disk_almost_full = bk->disk_almost_full;
     out->read_only = bk->read_only != 0;
+    out->flush_stalled = bk->flush_stalled != 0;
     out->disk_checks = bk->disk_checks;
     spare_stats_t ss;
     spares_get_stats(bk->spares, &ss);
@@ -1232,7 +1293,7 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
 
 bool bookie_writable(const bookie_t *bk)
 {
-    return !bk->closing && !bk->read_only && !bk->disk_full;
+    return !bk->closing && !bk->read_only && !bk->disk_full && !bk->flush_stalled;
 }
 
 /* ----------------------------------------------------------- disk usage -- */
@@ -1328,6 +1389,18 @@ void bookie_test_fail_flush(bookie_t *bk, int err)
 {
     pthread_mutex_lock(&bk->flock);
     bk->writer.inject = err;
+    pthread_mutex_unlock(&bk->flock);
+}
+
+void bookie_test_fail_flush_step(bookie_t *bk, int step, int err)
+{
+    if (step == FLUSH_STEP_COPIES) {
+        bookie_test_fail_flush(bk, err);
+        return;
+    }
+    pthread_mutex_lock(&bk->flock);
+    bk->test_flush_step = step;
+    bk->test_flush_err = err;
     pthread_mutex_unlock(&bk->flock);
 }
 
@@ -1549,6 +1622,7 @@ static void bookie_free(bookie_t *bk)
     read_cache_free(&bk->rcache);
     ledger_table_free(&bk->ledgers);
     log_table_free(&bk->logs);
+    flush_resume_drop(bk);
     elog_writer_free(&bk->writer);
     elog_direct_free(&bk->direct);
     if (bk->gate_ok)
@@ -1817,6 +1891,9 @@ void bookie_close(bookie_t *bk)
                      q_strerror(rc));
         else
             bookie_write_summaries(bk);
+    } else if (bk->flush_stalled) {
+        log_warn("bookie", "closing with the write cache not flushed (no room): the journal "
+                           "will be replayed");
     }
     log_info("bookie", "closed %s", bk->dir);
     bookie_free(bk);

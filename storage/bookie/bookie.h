@@ -237,6 +237,9 @@ typedef struct bookie_stats {
     bool disk_full;                /* adds refused until usage is below the low mark */
     bool disk_almost_full;         /* usage at or above diskUsageWarnThreshold */
     bool read_only;                /* adds refused after an I/O error (until a restart) */
+    bool flush_stalled;            /* adds refused: a flush failed for lack of room and
+                                    * waits to run again */
+    uint64_t flush_stalls;         /* flushes that failed for lack of room */
     uint64_t disk_checks;          /* disk usage checks done (open, timer, bytes) */
     uint64_t spare_zeroed_bytes;   /* zeros written into spare files (spare.h) */
     uint64_t spares_taken_journal; /* journal files that were spares */

@@ -102,6 +102,12 @@ struct bookie {
     uint64_t freeze_us;       /* when the active cache was last frozen (flush pacing) */
     uint64_t test_flush_pace; /* bookie_test_flush_pace */
     int read_only;            /* 0, or the error that made the bookie refuse adds */
+    /* A flush that failed for lack of room (flush_error_retryable): its error
+     * while the frozen cache waits to be flushed again, plain adds refused;
+     * the next attempt's time and the wait before the one after. */
+    int flush_stalled;
+    uint64_t flush_retry_at_us, flush_retry_wait_us;
+    uint32_t flush_stall_attempts;
     /* disk usage (bookie.c "Disk usage"): the last check's fraction of the
      * fuller of the two directories' file systems, and whether adds are
      * refused for it (from the high mark until below the low one), and
@@ -157,10 +163,12 @@ struct bookie {
     journal_pos_t cp_durable; /* the checkpoint file's position (GC unpins direct logs) */
     int meta_fd;
     uint64_t meta_size, meta_records;
-    bool meta_rewrite; /* tombstones collected: rewrite ledgers.meta */
-    atomic_int flush_failed;
-    atomic_bool test_hold_reads;      /* bookie_test_hold_reads */
-    atomic_int test_gc_reads_wait_ms; /* bookie_test_gc_reads_wait (0: 10 s) */
+    bool meta_rewrite;                   /* tombstones collected: rewrite ledgers.meta */
+    atomic_int flush_failed;             /* a flush's error that no later flush can mend */
+    struct flush_resume *flush_resume;   /* a flush that failed for lack of room (flush.c) */
+    int test_flush_step, test_flush_err; /* bookie_test_fail_flush_step (flock) */
+    atomic_bool test_hold_reads;         /* bookie_test_hold_reads */
+    atomic_int test_gc_reads_wait_ms;    /* bookie_test_gc_reads_wait (0: 10 s) */
     atomic_uint_fast64_t gc_passes, gc_logs_removed, gc_logs_compacted, gc_compacted_bytes;
 };
 
@@ -169,8 +177,23 @@ struct bookie {
  * at, at least FLUSH_PACE_MIN bytes a second (flush.c, "Pacing"). */
 #define FLUSH_PACE_FACTOR 4u
 #define FLUSH_PACE_MIN (64ull << 20)
+/* A flush's steps (flush.c). */
+enum flush_step {
+    FLUSH_STEP_COPIES = 1, /* items placed, copies appended and synced */
+    FLUSH_STEP_DIRECT_IDX, /* direct items' idx records appended and synced */
+    FLUSH_STEP_APPLY,      /* the index updated */
+    FLUSH_STEP_META,       /* ledgers.meta */
+    FLUSH_STEP_CHECKPOINT, /* the checkpoint file */
+};
+/* Flushes wc. A failure for lack of room (flush_error_retryable) leaves the
+ * files as the failed step found them; flush_run given the same wc again goes
+ * on from that step. Any other failure is final (flush_failed). */
 int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint,
               uint64_t pace_bytes_per_s);
+/* ENOSPC or EDQUOT: the flush can run again once there is room. */
+bool flush_error_retryable(int rc);
+/* Forgets a failed flush's place (its cache is not flushed again). */
+void flush_resume_drop(bookie_t *bk);
 /* One GC pass: removes logs with nothing live, compacts those whose live bytes
  * are below threshold of their size (0: none). */
 int gc_run(bookie_t *bk, double threshold);
@@ -198,6 +221,13 @@ void bookie_test_fail_journal(bookie_t *bk, int err);
 /* ... the journal's next file cannot be made (err: -ENOSPC, or another). */
 void bookie_test_fail_journal_roll(bookie_t *bk, int err);
 void bookie_test_fail_flush(bookie_t *bk, int err);
+/* ... or the given step (enum flush_step) of the next flush fails with err:
+ * FLUSH_STEP_DIRECT_IDX after the direct items' idx records are written,
+ * FLUSH_STEP_META after ledgers.meta's records are written (or before its
+ * rewrite), FLUSH_STEP_CHECKPOINT before the checkpoint file is written;
+ * FLUSH_STEP_COPIES is bookie_test_fail_flush (after the copies are written,
+ * before their sync). */
+void bookie_test_fail_flush_step(bookie_t *bk, int step, int err);
 /* Applies a disk usage (0..1) as if the periodic check had measured it on
  * both directories (tests: a disk filling and freed without filling one). */
 void bookie_test_disk_usage(bookie_t *bk, double usage);

@@ -79,6 +79,15 @@ int lb_map_add(lb_map_t *m, int64_t ledger_id, uint64_t bytes)
     return 0;
 }
 
+void lb_map_sub(lb_map_t *m, int64_t ledger_id, uint64_t bytes)
+{
+    if (!m->cap)
+        return;
+    uint32_t s = lb_slot(m, (uint64_t)ledger_id + 1);
+    if (m->keys[s])
+        m->vals[s] = m->vals[s] > bytes ? m->vals[s] - bytes : 0;
+}
+
 bool lb_map_has(const lb_map_t *m, int64_t ledger_id)
 {
     return m->cap && m->keys[lb_slot(m, (uint64_t)ledger_id + 1)] != 0;
@@ -829,6 +838,19 @@ void elog_idx_encode(uint8_t *r, int64_t ledger_id, int64_t entry_id, uint64_t o
     put_le32(r + 28, crc32c(0, r, 28));
 }
 
+int elog_idx_cut(const char *dir, entry_log_t *log, uint64_t size)
+{
+    if (ftruncate(log->idx_fd, (off_t)size) == 0) {
+        log->idx_size = size;
+        return 0;
+    }
+    int rc = -errno;
+    char path[PATH_MAX];
+    elog_path(path, sizeof path, dir, log->id, "idx");
+    log_error("bookie", "%s: cannot cut back to %" PRIu64 " bytes: %s", path, size, q_strerror(rc));
+    return rc;
+}
+
 int elog_idx_append(const char *dir, entry_log_t *log, const uint8_t *recs, size_t bytes)
 {
     char path[PATH_MAX];
@@ -839,7 +861,7 @@ int elog_idx_append(const char *dir, entry_log_t *log, const uint8_t *recs, size
     if (rc) {
         log_error("bookie", "%s: append of %zu idx records failed: %s", path,
                   bytes / ELOG_IDX_RECORD_BYTES, q_strerror(rc));
-        return rc;
+        return elog_idx_cut(dir, log, log->idx_size) ? -EIO : rc;
     }
     log->idx_size += bytes;
     return 0;
@@ -974,6 +996,10 @@ static int elog_create(const char *dir, pthread_mutex_t *lock, log_table_t *tabl
         log_error("bookie", "cannot create entry log %s: %s", path, q_strerror(rc));
         if (ifd >= 0)
             close(ifd);
+        if (log->fd >= 0) { /* never in the table: nothing points into it */
+            unlink(path);
+            unlink(ipath);
+        }
         entry_log_destroy(log);
         return rc;
     }
@@ -1227,6 +1253,43 @@ int elog_sync(elog_writer_t *w)
     w->cur->size = w->wr_off;
     pthread_mutex_unlock(w->lock);
     return 0;
+}
+
+int elog_writer_abandon(elog_writer_t *w)
+{
+    entry_log_t *log = w->cur;
+    if (!log)
+        return 0;
+    for (size_t i = 0; i < w->ibuf_len; i += ELOG_IDX_RECORD_BYTES) {
+        const uint8_t *r = w->ibuf + i;
+        lb_map_sub(&log->ledgers, (int64_t)get_le64(r),
+                   ELOG_HEADER_BYTES + (uint64_t)get_le32(r + 24));
+    }
+    w->ibuf_len = 0;
+    while (w->nruns > 0) { /* runs noted past the durable idx records */
+        idx_sum_run_t *r = &w->runs[w->nruns - 1];
+        if (r->pos >= log->idx_size) {
+            w->nruns--;
+            continue;
+        }
+        uint64_t room = (log->idx_size - r->pos) / ELOG_IDX_RECORD_BYTES;
+        if (r->count > room)
+            r->count = (uint32_t)room;
+        break;
+    }
+    w->buf_len = 0;
+    w->wr_off = w->buf_off = log->size;
+    if (w->wb_started > log->size)
+        w->wb_started = log->size;
+    if (w->wb_done > log->size)
+        w->wb_done = log->size;
+    int rc = ftruncate(log->fd, (off_t)log->size) == 0 ? 0 : -errno;
+    if (rc)
+        log_error("bookie", "entry log %08" PRIx32 ": cannot cut back to %" PRIu64 " bytes: %s",
+                  log->id, log->size, q_strerror(rc));
+    else
+        rc = elog_idx_cut(w->dir, log, log->idx_size);
+    return rc;
 }
 
 int elog_ensure_after(elog_writer_t *w, uint32_t id)

@@ -128,6 +128,8 @@ void log_table_free(log_table_t *t);
 void log_table_cut_tails(log_table_t *t);
 
 int lb_map_add(lb_map_t *m, int64_t ledger_id, uint64_t bytes);
+/* Takes bytes off ledger_id's count (a record appended, then abandoned). */
+void lb_map_sub(lb_map_t *m, int64_t ledger_id, uint64_t bytes);
 bool lb_map_has(const lb_map_t *m, int64_t ledger_id);
 
 /* Opens every <id>.log under dir (removing .idx and .sum files without a
@@ -236,6 +238,10 @@ void elog_idx_encode(uint8_t *r, int64_t ledger_id, int64_t entry_id, uint64_t o
  * and fdatasyncs it; the records' data must already be durable in the log.
  * Used for direct logs, whose data the journal thread wrote. 0 or -errno. */
 int elog_idx_append(const char *dir, entry_log_t *log, const uint8_t *recs, size_t bytes);
+/* Cuts log's .idx back to size bytes (records appended and then undone:
+ * flush.c) and sets idx_size. A failed append cuts back what it wrote itself
+ * (and fails with -EIO if it cannot). 0 or -errno. */
+int elog_idx_cut(const char *dir, entry_log_t *log, uint64_t size);
 
 /* ------------------------------------------------------------- writer -- */
 
@@ -272,6 +278,15 @@ int elog_append(elog_writer_t *w, int64_t ledger_id, int64_t entry_id, const uin
                 uint32_t len, uint32_t *log_id, uint64_t *offset, uint64_t *idx_pos);
 /* Makes every appended record and its idx record durable. 0 or -errno. */
 int elog_sync(elog_writer_t *w);
+/* After a failed append or sync: forgets what was appended to the current
+ * log since its last sync (its bytes off the log's ledger map, its runs off
+ * the summary's) and cuts the log and its .idx back to their durable sizes,
+ * so the writer goes on from there as if none of it had been appended (a
+ * flush that failed for lack of room runs again later: flush.c). Logs retired
+ * during the failed appends keep what was synced into them before the roll:
+ * records no index points at. 0, or -errno when a cut fails (the writer must
+ * not be used again). */
+int elog_writer_abandon(elog_writer_t *w);
 /* Makes sure the next append lands in a log with an id above id: when the
  * current log's id is below, syncs it and retires it (the next append starts
  * a new log). Keeps "a new location is after the previous one". 0 or -errno. */

@@ -135,6 +135,30 @@ static int checkpoint_write(bookie_t *bk, journal_pos_t cp)
     return rc;
 }
 
+/* ------------------------------------------------ errors and injection -- */
+
+bool flush_error_retryable(int rc)
+{
+    return rc == -ENOSPC || rc == -EDQUOT;
+}
+
+/* An undo that failed: its error, never one that reads as retryable. */
+static int flush_undo_failed(int rc)
+{
+    return flush_error_retryable(rc) ? -EIO : rc;
+}
+
+/* The error a test asked the given step to fail with (once), else 0. */
+static int flush_inject(bookie_t *bk, int step)
+{
+    pthread_mutex_lock(&bk->flock);
+    int rc = bk->test_flush_step == step ? bk->test_flush_err : 0;
+    if (rc)
+        bk->test_flush_step = bk->test_flush_err = 0;
+    pthread_mutex_unlock(&bk->flock);
+    return rc;
+}
+
 /* ------------------------------------------------------------ meta file -- */
 
 int meta_file_open(bookie_t *bk)
@@ -210,13 +234,22 @@ static int meta_persist(bookie_t *bk)
     pthread_mutex_lock(&bk->lock);
     uint64_t live = qmap64_size(bk->ledgers.map);
     pthread_mutex_unlock(&bk->lock);
-    if (bk->meta_rewrite || (bk->meta_size > META_REWRITE_MIN_BYTES && bk->meta_records > 2 * live))
-        return meta_rewrite(bk);
+    if (bk->meta_rewrite ||
+        (bk->meta_size > META_REWRITE_MIN_BYTES && bk->meta_records > 2 * live)) {
+        int rc = flush_inject(bk, FLUSH_STEP_META);
+        if (rc == 0)
+            rc = meta_rewrite(bk);
+        if (rc)
+            bk->meta_rewrite = true; /* a snapshot of all cleared every dirty flag */
+        return rc;
+    }
     uint8_t *buf;
     uint64_t n;
     int rc = meta_snapshot(bk, false, &buf, &n);
     if (rc == 0 && n) {
         rc = bk_pwrite_all(bk->meta_fd, buf, n * LEDGER_META_RECORD_BYTES, bk->meta_size);
+        if (rc == 0)
+            rc = flush_inject(bk, FLUSH_STEP_META);
         if (rc == 0 && fdatasync(bk->meta_fd) < 0)
             rc = -errno;
         if (rc == 0) {
@@ -225,8 +258,17 @@ static int meta_persist(bookie_t *bk)
         }
     }
     free(buf);
-    if (rc)
+    if (rc) {
         log_error("bookie", "cannot persist ledger metadata: %s", q_strerror(rc));
+        /* the records' dirty flags are gone: the next time rewrites them all */
+        bk->meta_rewrite = true;
+        if (n && ftruncate(bk->meta_fd, (off_t)bk->meta_size) < 0) {
+            int trc = -errno;
+            log_error("bookie", "cannot cut %s back to %" PRIu64 " bytes: %s", LEDGER_META_FILE,
+                      bk->meta_size, q_strerror(trc));
+            rc = flush_undo_failed(trc);
+        }
+    }
     return rc;
 }
 
@@ -359,6 +401,14 @@ static int flush_direct_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y; /* locs[] is in (ledger, entry) order */
 }
 
+/* One log's .idx before flush_direct_index appended to it, and the items
+ * d[from..counted) counted in its ledger map. */
+typedef struct idx_undo {
+    entry_log_t *log;
+    uint64_t idx_size;
+    uint32_t from, counted;
+} idx_undo_t;
+
 /* Appends the idx records of the FLUSH_DIRECT items to their logs' .idx
  * (one append + fdatasync per log) and counts them in the logs' ledger maps. */
 static int flush_direct_index(bookie_t *bk, const write_cache_t *wc, flush_loc_t *locs, uint32_t n)
@@ -377,6 +427,11 @@ static int flush_direct_index(bookie_t *bk, const write_cache_t *wc, flush_loc_t
             d[nd++] = &locs[i];
     if (rc == 0)
         qsort(d, nd, sizeof *d, flush_direct_cmp); /* by log, then offset: file order */
+    /* what each log had before: undone if a later one fails */
+    idx_undo_t *undo = rc == 0 ? malloc(nd * sizeof *undo) : NULL;
+    uint32_t nundo = 0;
+    if (rc == 0 && !undo)
+        rc = -ENOMEM;
     for (uint32_t i = 0; i < nd && rc == 0;) {
         uint32_t k = i;
         pthread_mutex_lock(&bk->lock);
@@ -389,13 +444,32 @@ static int flush_direct_index(bookie_t *bk, const write_cache_t *wc, flush_loc_t
                             it->entry_id, d[k]->offset, it->len);
             d[k]->pos = log->idx_size + (uint64_t)(k - i) * ELOG_IDX_RECORD_BYTES;
         }
+        undo[nundo] = (idx_undo_t){log, log->idx_size, i, i};
         rc = elog_idx_append(bk->ldir, log, recs, (size_t)(k - i) * ELOG_IDX_RECORD_BYTES);
+        if (rc == 0)
+            nundo++;
         for (uint32_t m = i; m < k && rc == 0; m++) {
             const wc_item_t *it = &wc->items[d[m]->item];
             rc = lb_map_add(&log->ledgers, it->ledger_id, ELOG_HEADER_BYTES + it->len);
+            if (rc == 0)
+                undo[nundo - 1].counted = m + 1;
         }
         i = k;
     }
+    if (rc == 0)
+        rc = flush_inject(bk, FLUSH_STEP_DIRECT_IDX);
+    /* A failure leaves every .idx as it was, so that the step can run again
+     * (a flush that failed for lack of room: flush_run). */
+    for (uint32_t u = 0; rc && u < nundo; u++) {
+        for (uint32_t m = undo[u].from; m < undo[u].counted; m++) {
+            const wc_item_t *it = &wc->items[d[m]->item];
+            lb_map_sub(&undo[u].log->ledgers, it->ledger_id, ELOG_HEADER_BYTES + it->len);
+        }
+        int crc = elog_idx_cut(bk->ldir, undo[u].log, undo[u].idx_size);
+        if (crc)
+            rc = flush_undo_failed(crc);
+    }
+    free(undo);
     free(d);
     free(recs);
     return rc;
@@ -451,12 +525,33 @@ static void flush_pace(bookie_t *bk, flush_pace_t *p, uint64_t bytes)
     }
 }
 
-int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint,
-              uint64_t pace_bytes_per_s)
+/* A flush that failed for lack of room after its copies were durable: where
+ * it goes on when the loop hands the same frozen cache over again. */
+struct flush_resume {
+    const write_cache_t *wc;
+    flush_loc_t *locs;
+    uint32_t n;
+    int step; /* enum flush_step: the first one still to do */
+};
+
+void flush_resume_drop(bookie_t *bk)
 {
-    flush_loc_t *locs = malloc(((size_t)wc->count + 1) * sizeof *locs);
-    int rc = locs ? 0 : -ENOMEM;
-    uint32_t n = rc ? 0 : flush_order(bk, wc, locs), copies = 0;
+    if (bk->flush_resume) {
+        free(bk->flush_resume->locs);
+        free(bk->flush_resume);
+        bk->flush_resume = NULL;
+    }
+}
+
+/* Step 1 (FLUSH_STEP_COPIES): each item placed, the copies appended and
+ * synced. On failure the writer forgets what it appended since its last sync
+ * (elog_writer_abandon): nothing of the attempt is indexed or counted, and
+ * the flush starts again from here. */
+static int flush_copies(bookie_t *bk, const write_cache_t *wc, flush_loc_t *locs, uint32_t n,
+                        uint64_t pace_bytes_per_s)
+{
+    int rc = 0;
+    uint32_t copies = 0;
     flush_pace_t pace = {pace_bytes_per_s, clock_mono_us(), 0};
     for (uint32_t i = 0; i < n && rc == 0; i++) {
         const wc_item_t *it = &wc->items[locs[i].item];
@@ -468,15 +563,58 @@ int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool chec
     }
     if (rc == 0 && copies)
         rc = elog_sync(&bk->writer);
-    if (rc == 0)
-        rc = flush_direct_index(bk, wc, locs, n);
-    if (rc == 0)
-        rc = flush_apply(bk, wc, locs, n);
+    if (rc) {
+        int arc = elog_writer_abandon(&bk->writer);
+        if (arc)
+            rc = flush_undo_failed(arc);
+    }
+    return rc;
+}
+
+int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool checkpoint,
+              uint64_t pace_bytes_per_s)
+{
+    flush_loc_t *locs;
+    uint32_t n = 0;
+    int rc = 0, step = FLUSH_STEP_COPIES;
+    struct flush_resume *res = bk->flush_resume;
+    if (res && res->wc == wc) { /* the same frozen cache again: on from its failed step */
+        locs = res->locs;
+        n = res->n;
+        step = res->step;
+        free(res);
+        bk->flush_resume = NULL;
+    } else {
+        flush_resume_drop(bk);
+        locs = malloc(((size_t)wc->count + 1) * sizeof *locs);
+        rc = locs ? 0 : -ENOMEM;
+        n = rc ? 0 : flush_order(bk, wc, locs);
+    }
+    if (rc == 0 && step == FLUSH_STEP_COPIES &&
+        (rc = flush_copies(bk, wc, locs, n, pace_bytes_per_s)) == 0)
+        step = FLUSH_STEP_DIRECT_IDX;
+    if (rc == 0 && step == FLUSH_STEP_DIRECT_IDX && (rc = flush_direct_index(bk, wc, locs, n)) == 0)
+        step = FLUSH_STEP_APPLY;
+    if (rc == 0 && step == FLUSH_STEP_APPLY && (rc = flush_apply(bk, wc, locs, n)) == 0)
+        step = FLUSH_STEP_META;
+    if (rc == 0 && step == FLUSH_STEP_META && (rc = meta_persist(bk)) == 0)
+        step = FLUSH_STEP_CHECKPOINT;
+    if (rc == 0 && checkpoint) {
+        rc = flush_inject(bk, FLUSH_STEP_CHECKPOINT);
+        if (rc == 0)
+            rc = checkpoint_write(bk, cp);
+    }
+    if (rc && flush_error_retryable(rc) && step > FLUSH_STEP_COPIES) {
+        res = malloc(sizeof *res);
+        if (res) {
+            *res = (struct flush_resume){wc, locs, n, step};
+            bk->flush_resume = res;
+            locs = NULL;
+        } else {
+            rc = -ENOMEM;
+        }
+    }
     free(locs);
-    if (rc == 0)
-        rc = meta_persist(bk);
-    if (rc == 0 && checkpoint)
-        rc = checkpoint_write(bk, cp);
     if (rc == 0 && checkpoint) {
         int trc =
             journal_trim(bk->jdir, cp.seq, bk->cfg.journal_format_version >= 3 ? bk->spares : NULL);
@@ -484,9 +622,16 @@ int flush_run(bookie_t *bk, const write_cache_t *wc, journal_pos_t cp, bool chec
             log_warn("bookie", "journal trim failed: %s (retried at the next checkpoint)",
                      q_strerror(trc));
     }
-    if (rc)
-        log_error("bookie", "flush of %u entries failed: %s; the bookie turns read-only", wc->count,
-                  q_strerror(rc));
+    static const char *const steps[] = {"",      "copies",          "idx records of direct entries",
+                                        "index", "ledger metadata", "checkpoint"};
+    if (rc && flush_error_retryable(rc))
+        log_error("bookie",
+                  "flush of %u entries failed at its %s: %s; what it wrote of that step is undone "
+                  "and it runs again from there",
+                  wc->count, steps[step], q_strerror(rc));
+    else if (rc)
+        log_error("bookie", "flush of %u entries failed at its %s: %s; the bookie turns read-only",
+                  wc->count, steps[step], q_strerror(rc));
     return rc;
 }
 
@@ -750,6 +895,10 @@ static int gc_compact_log(bookie_t *bk, entry_log_t *log)
     if (rc) {
         log_error("bookie", "gc: compaction of entry log %08" PRIx32 " failed: %s; log kept",
                   log->id, q_strerror(rc));
+        /* the copies of the failed step: forgotten, as a failed flush's */
+        int arc = elog_writer_abandon(&bk->writer);
+        if (arc)
+            atomic_store(&bk->flush_failed, flush_undo_failed(arc));
         return rc;
     }
     log_info("bookie",
@@ -935,7 +1084,7 @@ static void flusher_post(bookie_t *bk, int rc, bool gc)
 static void flush_job_run(bookie_t *bk, write_cache_t *wc, journal_pos_t cp, uint64_t pace)
 {
     int rc = atomic_load(&bk->flush_failed) ? QE_READ_ONLY : flush_run(bk, wc, cp, true, pace);
-    if (rc)
+    if (rc && !flush_error_retryable(rc))
         atomic_store(&bk->flush_failed, rc);
     flusher_post(bk, rc, false);
 }

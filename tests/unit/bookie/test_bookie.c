@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1691,6 +1692,122 @@ static void test_flush_error_turns_read_only(void)
     free(dir);
 }
 
+/* Waits (on the loop) until bookie_writable is want. */
+static bool bt_wait_writable(bookie_t *bk, bool want)
+{
+    for (int i = 0; i < (int)(BT_WAIT_S * 100) && bookie_writable(bk) != want; i++)
+        test_run_for(bt_loop, 0.01);
+    return bookie_writable(bk) == want;
+}
+
+/* Whether every file a flush appends to is as long as what the bookie counts
+ * durable in it: each log's .idx, the flush writer's current log, and
+ * ledgers.meta (the flush thread idle). */
+static bool bt_files_as_counted(bookie_t *bk)
+{
+    struct stat st;
+    bool ok = true;
+    pthread_mutex_lock(&bk->lock);
+    for (uint32_t i = 0; i < bk->logs.count; i++) {
+        const entry_log_t *log = bk->logs.logs[i];
+        if (fstat(log->idx_fd, &st) != 0 || (uint64_t)st.st_size != log->idx_size)
+            ok = false;
+        if (log == bk->writer.cur &&
+            (fstat(log->fd, &st) != 0 || (uint64_t)st.st_size != log->size))
+            ok = false;
+    }
+    pthread_mutex_unlock(&bk->lock);
+    if (fstat(bk->meta_fd, &st) != 0 || (uint64_t)st.st_size != bk->meta_size)
+        ok = false;
+    return ok;
+}
+
+/* Idx records in the ledger directory's .idx files. */
+static uint64_t bt_idx_records(const char *ldir)
+{
+    DIR *d = opendir(ldir);
+    uint64_t n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        char path[PATH_MAX + 256];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", ldir, de->d_name);
+        if (len > 4 && strcmp(de->d_name + len - 4, ".idx") == 0 && stat(path, &st) == 0)
+            n += (uint64_t)st.st_size / ELOG_IDX_RECORD_BYTES;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* A flush whose step fails for lack of room (ENOSPC) after writing: what the
+ * step wrote is cut back, plain adds are refused (recovery adds taken), the
+ * frozen entries read from memory, and the same flush runs again a second
+ * later from that step; then adds are taken, and every entry is in exactly one
+ * idx record. */
+static void flush_without_room_run(int step)
+{
+    char *dir = bt_dir("bk-room");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.write_cache_bytes = 256u << 10;
+    cfg.journal_large_entry_bytes = 16u << 10;
+    cfg.flush_interval_ms = 100;
+    bookie_t *bk = bt_open(&cfg);
+    char ldir[PATH_MAX];
+    snprintf(ldir, sizeof ldir, "%s", bk->ldir);
+    bookie_test_fail_flush_step(bk, step, -ENOSPC);
+    /* copies (ledger 51) and direct entries (ledger 52, in the direct log) */
+    for (int e = 0; e < 20; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 51, e, e - 1, 1000), 0);
+    for (int e = 0; e < 2; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 52, e, e - 1, 20000), 0);
+    CU_ASSERT_TRUE(bt_wait_writable(bk, false)); /* the periodic flush fails */
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_TRUE(st.flush_stalled);
+    CU_ASSERT_FALSE(st.read_only);
+    CU_ASSERT_EQUAL(st.flush_stalls, 1);
+    CU_ASSERT_TRUE(bt_files_as_counted(bk));
+    CU_ASSERT_EQUAL(bt_add(bk, 51, 20, 19, 1000), QE_READ_ONLY);
+    bt_res_t r = {0};
+    qbuf_t *b = bt_entry(53, 0, 100);
+    CU_ASSERT_EQUAL(bt_wait(bookie_add_recovery(bk, 53, 0, -1, b, bt_add_cb, &r), &r), 0);
+    qbuf_unref(b);
+    for (int e = 0; e < 20; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 51, e, 1000), 0);
+    for (int e = 0; e < 2; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 52, e, 20000), 0);
+    CU_ASSERT_TRUE(bt_wait_writable(bk, true)); /* run again: the room is back */
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_FALSE(st.flush_stalled);
+    CU_ASSERT_EQUAL(st.flush_stalls, 1);
+    for (int e = 20; e < 30; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 51, e, e - 1, 1000), 0);
+    bookie_close(bk);
+    CU_ASSERT_EQUAL(bt_idx_records(ldir), 20 + 2 + 1 + 10);
+    bk = bt_open(&cfg);
+    int bad = 0;
+    for (int e = 0; e < 30; e++)
+        bad += bt_verify(bk, 51, e, 1000) != 0;
+    for (int e = 0; e < 2; e++)
+        bad += bt_verify(bk, 52, e, 20000) != 0;
+    bad += bt_verify(bk, 53, 0, 100) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void test_flush_without_room(void)
+{
+    flush_without_room_run(FLUSH_STEP_COPIES);
+    flush_without_room_run(FLUSH_STEP_DIRECT_IDX);
+    flush_without_room_run(FLUSH_STEP_META);
+    flush_without_room_run(FLUSH_STEP_CHECKPOINT);
+}
+
 /* A flush paced to a crawl (1 KiB a second) does not hold adds back: once the
  * next cache is half full the flush stops pacing, so a burst far beyond the
  * caches is stored whole (without that, each 64-KiB flush took a minute); and
@@ -2203,6 +2320,8 @@ static void register_suites(void)
     CU_add_test(s, "no room for the next journal file: those adds fail, the next ones go on",
                 test_journal_roll_without_room);
     CU_add_test(s, "flush error turns read-only", test_flush_error_turns_read_only);
+    CU_add_test(s, "no room for a flush: adds refused, the same flush runs again, nothing lost",
+                test_flush_without_room);
     CU_add_test(s, "periodic checkpoint trims the journal", test_periodic_checkpoint_trims_journal);
     CU_add_test(s, "a paced flush hurries for a full cache and for a close",
                 test_paced_flush_hurries);
