@@ -483,6 +483,12 @@ int64_t ledger_last_add_confirmed(const ledger_t *l)
     return l->lac;
 }
 
+void ledger_raise_lac(ledger_t *l, int64_t lac)
+{
+    if (l->role == LEDGER_ROLE_READER && l->md.state != LEDGER_STATE_CLOSED && lac > l->lac)
+        l->lac = lac;
+}
+
 bool ledger_is_closed(const ledger_t *l)
 {
     return l->md.state == LEDGER_STATE_CLOSED;

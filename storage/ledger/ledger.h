@@ -96,6 +96,13 @@ enum { LEDGER_OPEN_NO_RECOVERY = 0, LEDGER_OPEN_RECOVER = 1 };
 int ledger_open(ledger_client_t *lc, int64_t ledger_id, int flags, ledger_open_cb cb, void *arg);
 /* Frees a handle opened for reading (no effect on the ledger). */
 void ledger_release(ledger_t *l);
+/* A handle opened for reading a ledger that is not closed: its LAC (what the
+ * bookies had seen confirmed: each add carries the LAC before it, and a writer
+ * whose close failed never sends a later one) raised to lac, an entry the
+ * caller knows was confirmed to its writer (the managed ledger that wrote
+ * it), so that reads go up to it. No effect on a closed ledger, a writer, or
+ * with a lower lac. */
+void ledger_raise_lac(ledger_t *l, int64_t lac);
 
 /* Reads first..last inclusive (at most LAC, or last_entry_id once closed). */
 int ledger_read(ledger_t *l, int64_t first, int64_t last, ledger_read_cb cb, void *arg);

@@ -193,6 +193,11 @@ static void handle_opened(int rc, ledger_t *l, void *arg)
     if (rc == 0) {
         h->l = l;
         h->state = ML_HANDLE_READY;
+        /* A ledger this log wrote and could not close (its close failed, or is
+         * in flight): the bookies' LAC may be behind what was acknowledged. */
+        const ml_ledger_info_t *li = ml_list_find(&ml->ledgers, h->ledger_id);
+        if (li && li->entries > 0)
+            ledger_raise_lac(l, li->entries - 1);
     } else {
         log_warn("managed", "%s: open of ledger %lld for reading failed: %s", ml->name,
                  (long long)h->ledger_id, q_strerror(rc));

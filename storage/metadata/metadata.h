@@ -65,6 +65,9 @@ typedef void (*md_watch_cb)(int kind, const char *path, void *arg);
 int md_store_open_embedded(struct ev_loop *loop, const char *path, md_store_t **out);
 /* Waits for every queued call to complete (callbacks run), then frees. */
 void md_store_close(md_store_t *store);
+/* Tests only: the next count puts of a path starting with prefix fail with
+ * err (as a refusal: nothing written), e.g. -ENOSPC for a full disk. */
+void md_store_test_fail_puts(md_store_t *store, const char *prefix, int count, int err);
 
 int md_get(md_store_t *store, const char *path, md_get_cb cb, void *arg);
 /* session: NULL for a persistent key, else the owner of an ephemeral one. */

@@ -74,6 +74,8 @@ struct md_store {
     md_session_t *sessions;
     md_watch_t *watches_head, *watches_tail;
     size_t n_watches;
+    char *test_fail_prefix; /* md_store_test_fail_puts */
+    int test_fail_count, test_fail_err;
 };
 
 /* ---------------------------------------------------------- watch filter -- */
@@ -424,11 +426,24 @@ int md_put(md_store_t *store, const char *path, const void *value, size_t len,
     md_op_t *op = op_new(MD_OP_PUT, path, value, len);
     if (!op)
         return -ENOMEM;
+    if (store->test_fail_count > 0 &&
+        strncmp(path, store->test_fail_prefix, strlen(store->test_fail_prefix)) == 0) {
+        store->test_fail_count--;
+        op->test_rc = store->test_fail_err;
+    }
     op->expected_version = expected_version;
     op->session_id = session ? session->id : 0;
     op->cb.put = cb;
     op->arg = arg;
     return op_enqueue(store, op);
+}
+
+void md_store_test_fail_puts(md_store_t *store, const char *prefix, int count, int err)
+{
+    free(store->test_fail_prefix);
+    store->test_fail_prefix = strdup(prefix);
+    store->test_fail_count = store->test_fail_prefix ? count : 0;
+    store->test_fail_err = err;
 }
 
 int md_delete(md_store_t *store, const char *path, int64_t expected_version, md_done_cb cb,
@@ -637,5 +652,6 @@ void md_store_close(md_store_t *store)
     }
     md_db_close(&store->db);
     md_filter_destroy(&store->filter);
+    free(store->test_fail_prefix);
     free(store);
 }

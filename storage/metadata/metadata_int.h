@@ -96,6 +96,8 @@ typedef struct md_op {
     } cb;
     void *arg;
 
+    int test_rc; /* md_store_test_fail_puts: the worker fails the op with it */
+
     /* Results, written by the worker. */
     int rc;
     md_stat_t stat;

@@ -706,7 +706,7 @@ int md_db_exec(md_db_t *d, md_op_t *op)
         rc = exec_get(d, op);
         break;
     case MD_OP_PUT:
-        rc = exec_put(d, op);
+        rc = op->test_rc ? op->test_rc : exec_put(d, op);
         break;
     case MD_OP_DELETE:
         rc = exec_delete(d, op);

@@ -5,6 +5,7 @@
  * after a crash (a SIGKILLed child), cursor persistence with holes and batch
  * acks, retention trimming, reset, non-durable cursors and cache-served tailing.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
@@ -391,6 +392,43 @@ static void test_append_read_across_rollovers(void)
     CU_ASSERT_EQUAL(st.entries_added, 35);
     CU_ASSERT_EQUAL(st.entries, 35);
     CU_ASSERT_EQUAL(st.current_ledger_entries, 5);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    stack_close(&s);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* A ledger whose close failed (its metadata write refused: a full disk) is
+ * read through a handle opened without recovery, whose LAC the bookie knows
+ * only from what the adds carried (each the LAC before it: entries written in
+ * one burst carry an old one). The log reads it up to its last acknowledged
+ * entry all the same, and the next ledger after it. */
+static void test_read_ledger_whose_close_failed(void)
+{
+    char *dir = test_tmpdir("ml-closefail");
+    tstack_t s;
+    TEST_REQUIRE(stack_open(&s, dir, 0) == 0); /* no entry cache: reads go to ledgers */
+    ml_config_t cfg = small_config();
+    managed_ledger_t *ml = open_ml(&s, "public/default/persistent/cf", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    md_store_test_fail_puts(s.md, "/ledgers/", 1, -ENOSPC); /* the first ledger's close */
+    adds_t a;
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "e", 0, 10, 0, &a), 10); /* one burst, one ledger */
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "e", 10, 5, 0, &a), 5);  /* the next ledger */
+    ml_ledger_info_t infos[4];
+    CU_ASSERT_EQUAL(ml_get_ledgers(ml, infos, 4), 2);
+    CU_ASSERT_EQUAL(infos[0].entries, 10);
+    CU_ASSERT_EQUAL(infos[0].closed_ms, 0); /* its close failed */
+    got_t g;
+    CU_ASSERT_EQUAL(read_all(&s, ml, ML_POS_EARLIEST, 4, &g), 0);
+    CU_ASSERT_EQUAL(g.n, 15);
+    for (int i = 0; i < 15 && (size_t)i < g.n; i++)
+        CU_ASSERT_TRUE(text_is(&g, (size_t)i, "e", i));
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    ml = open_ml(&s, "public/default/persistent/cf", &cfg); /* recovers it */
+    TEST_REQUIRE(ml != NULL);
+    CU_ASSERT_EQUAL(read_all(&s, ml, ML_POS_EARLIEST, 4, &g), 0);
+    CU_ASSERT_EQUAL(g.n, 15);
     CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
     stack_close(&s);
     test_rm_rf(dir);
@@ -1486,6 +1524,8 @@ void register_managed_suite(void)
     CU_add_test(s, "metadata text unchanged", test_metadata_text_unchanged);
     CU_add_test(s, "append and read across rollovers", test_append_read_across_rollovers);
     CU_add_test(s, "adds fail while the disk is full, then go on", test_adds_fail_while_disk_full);
+    CU_add_test(s, "a ledger whose close failed is read up to its last acknowledged entry",
+                test_read_ledger_whose_close_failed);
     CU_add_test(s, "reopen after close, delete", test_reopen_after_close);
     CU_add_test(s, "reopen after crash", test_reopen_after_crash);
     CU_add_test(s, "cursor persistence with holes and batches", test_cursor_persistence);
