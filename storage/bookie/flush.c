@@ -977,7 +977,8 @@ int gc_run(bookie_t *bk, double threshold)
         }
         if (live == 0 && log->size > 0)
             dead[ndead++] = log;
-        else if (!current && log->size > 0 && (double)live < threshold * (double)log->size)
+        else if (!current && log->size > 0 && (double)live < threshold * (double)log->size &&
+                 !bk->flush_resume)
             comp[ncomp++] = log;
     }
     pthread_mutex_unlock(&bk->lock);
@@ -993,7 +994,11 @@ int gc_run(bookie_t *bk, double threshold)
     if (ncomp)
         log_info("bookie", "gc: compacting %" PRIu32 " entry log(s) less than %.0f %% live", ncomp,
                  threshold * 100);
-    for (uint32_t i = 0; i < ncomp && rc == 0; i++) {
+    /* Not while a flush that failed for lack of room waits (flush_run): its
+     * copies, synced but not indexed yet, may lie in a log a compaction would
+     * remove without copying them. Such a flush can also fail between two
+     * compactions (gc_yield_to_flush). */
+    for (uint32_t i = 0; i < ncomp && rc == 0 && !bk->flush_resume; i++) {
         rc = gc_compact_log(bk, comp[i]);
         gc_yield_to_flush(bk);
     }
