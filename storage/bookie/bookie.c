@@ -1392,6 +1392,11 @@ void bookie_test_fail_flush(bookie_t *bk, int err)
     pthread_mutex_unlock(&bk->flock);
 }
 
+void bookie_test_fail_direct_alloc(bookie_t *bk, int count)
+{
+    atomic_store(&bk->direct.inject_alloc, count);
+}
+
 void bookie_test_fail_flush_step(bookie_t *bk, int step, int err)
 {
     if (step == FLUSH_STEP_COPIES) {

@@ -228,6 +228,8 @@ void bookie_test_fail_flush(bookie_t *bk, int err);
  * FLUSH_STEP_COPIES is bookie_test_fail_flush (after the copies are written,
  * before their sync). */
 void bookie_test_fail_flush_step(bookie_t *bk, int step, int err);
+/* ... the next count allocations ahead in direct logs fail with -ENOSPC. */
+void bookie_test_fail_direct_alloc(bookie_t *bk, int count);
 /* Applies a disk usage (0..1) as if the periodic check had measured it on
  * both directories (tests: a disk filling and freed without filling one). */
 void bookie_test_disk_usage(bookie_t *bk, double usage);

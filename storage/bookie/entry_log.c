@@ -30,6 +30,8 @@
 #include "storage/bookie/spare.h"
 
 #define ELOG_STAGE_BYTES (1u << 20)
+/* A direct log's blocks are allocated ahead this many bytes at a time. */
+#define ELOG_DIRECT_ALLOC_BYTES (16ull << 20)
 /* A flush's bytes are sent to the device as they are written, this many at a
  * time (elog_writeback): see there. */
 #define ELOG_WRITEBACK_BYTES (256u << 10)
@@ -1324,7 +1326,8 @@ int elog_direct_init(elog_direct_t *d, const char *dir, uint64_t max_size, bool 
  * record, as after buffered appends. */
 void elog_direct_trim(elog_direct_t *d)
 {
-    if (!d->cur || ((d->dio_fd < 0 || d->stage_len == 0) && d->zeroed_end <= d->wr_off))
+    if (!d->cur || ((d->dio_fd < 0 || d->stage_len == 0) && d->zeroed_end <= d->wr_off &&
+                    d->alloc_end <= d->wr_off))
         return;
     assert(d->dio_fd < 0 || d->stage_off + d->stage_len == d->wr_off); /* all written */
     if (ftruncate(d->cur->fd, (off_t)d->wr_off) < 0)
@@ -1393,6 +1396,35 @@ static int direct_stage_reserve(elog_direct_t *d, size_t need)
     return 0;
 }
 
+/* Blocks of cur allocated up to at least end (elog_direct_reserve). 0, or
+ * -ENOSPC / -EDQUOT (nothing allocated past what was). */
+static int direct_alloc_ahead(elog_direct_t *d, uint64_t end)
+{
+    if (d->alloc_off || end <= d->zeroed_end || end <= d->alloc_end)
+        return 0;
+    int left = atomic_load(&d->inject_alloc);
+    while (left > 0 && !atomic_compare_exchange_weak(&d->inject_alloc, &left, left - 1))
+        ;
+    if (left > 0)
+        return -ENOSPC;
+    uint64_t from = d->alloc_end > d->zeroed_end ? d->alloc_end : d->zeroed_end;
+    if (from < d->wr_off)
+        from = d->wr_off;
+    uint64_t to =
+        (end + ELOG_DIRECT_ALLOC_BYTES - 1) / ELOG_DIRECT_ALLOC_BYTES * ELOG_DIRECT_ALLOC_BYTES;
+    if (fallocate(d->cur->fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) == 0) {
+        d->alloc_end = to;
+        return 0;
+    }
+    int rc = -errno;
+    if (rc == -ENOSPC || rc == -EDQUOT)
+        return rc;
+    log_info("bookie", "direct entry logs: blocks not allocated ahead (%s): appended as written",
+             q_strerror(rc));
+    d->alloc_off = true;
+    return 0;
+}
+
 bool elog_direct_needs_roll(const elog_direct_t *d, uint32_t len)
 {
     uint64_t end = d->wr_off + ELOG_HEADER_BYTES + len;
@@ -1424,8 +1456,12 @@ int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, c
         d->cur = log;
         d->wr_off = 0;
         d->zeroed_end = zeroed;
+        d->alloc_end = 0;
         direct_open_dio(d);
     }
+    int arc = direct_alloc_ahead(d, d->wr_off + ELOG_HEADER_BYTES + len + d->align);
+    if (arc)
+        return arc;
     if (d->dio_fd >= 0) { /* staged now: copied and checksummed in one pass */
         int rc = direct_stage_reserve(d, d->stage_len + ELOG_HEADER_BYTES + len + d->align);
         if (rc)

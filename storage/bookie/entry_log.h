@@ -64,6 +64,7 @@
 #define QUIRE_STORAGE_BOOKIE_ENTRY_LOG_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -329,10 +330,13 @@ typedef struct elog_direct {
     uint32_t align;   /* dio_fd's alignment of offsets, lengths and memory */
     uint8_t *stage;   /* align-aligned: cur's last partial block written, then records */
     size_t stage_cap;
-    size_t stage_len;      /* bytes in stage */
-    uint64_t stage_off;    /* cur's offset of stage[0], a multiple of align */
-    struct spares *spares; /* zeroed files to roll to (spare.h), or NULL */
-    uint64_t zeroed_end;   /* cur's bytes from a spare's zeros */
+    size_t stage_len;        /* bytes in stage */
+    uint64_t stage_off;      /* cur's offset of stage[0], a multiple of align */
+    struct spares *spares;   /* zeroed files to roll to (spare.h), or NULL */
+    uint64_t zeroed_end;     /* cur's bytes from a spare's zeros */
+    uint64_t alloc_end;      /* cur's blocks allocated ahead up to here (elog_direct_reserve) */
+    bool alloc_off;          /* the file system does not allocate ahead: appends only */
+    atomic_int inject_alloc; /* tests: allocations ahead that fail with -ENOSPC */
 } elog_direct_t;
 
 int elog_direct_init(elog_direct_t *d, const char *dir, uint64_t max_size, bool odirect,
@@ -344,7 +348,15 @@ bool elog_direct_needs_roll(const elog_direct_t *d, uint32_t len);
  * to a new pinned log first when needed (the old one is sealed at
  * seal_seq:seal_off, a journal position after every reference to it). Fills
  * h[ELOG_HEADER_BYTES]; *log_id, *offset and *crc receive the location and
- * the record's crc. Nothing is written. 0 or -errno (nothing reserved). */
+ * the record's crc. Nothing is written. 0 or -errno (nothing reserved).
+ *
+ * The blocks a record will be written to are allocated first
+ * (fallocate, FALLOC_FL_KEEP_SIZE, ELOG_DIRECT_ALLOC_BYTES at a time, past a
+ * spare's zeros), so that a full disk shows here, as -ENOSPC or -EDQUOT
+ * before anything of the group is encoded (the journal then takes the entry
+ * whole), and not as a failed write after the group's journal records are
+ * out (a write error ends the journal: read-only until a restart). The
+ * blocks allocated past the last record are freed when the log is trimmed. */
 int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
                         uint32_t len, uint64_t seal_seq, uint64_t seal_off, uint8_t *h,
                         uint32_t *log_id, uint64_t *offset, uint32_t *crc);

@@ -119,6 +119,7 @@ struct journal {
     atomic_int inject;
     atomic_int inject_roll; /* tests: the next file's creation fails with it */
     bool roll_failing;      /* a next file could not be made for lack of space */
+    bool direct_failing;    /* large entries journaled whole: no room in a direct log */
     atomic_uint_fast64_t syncs, sync_us, dio_groups;
     atomic_uint_fast64_t direct_syncs, direct_sync_us, direct_bytes;
 };
@@ -319,11 +320,18 @@ static int group_add_direct(journal_t *j, journal_req_t *r)
     int rc = elog_direct_reserve(d, r->ledger_id, r->entry_id, r->data->data, len, j->seq, j->off,
                                  dh, &r->log_id, &off, &crc);
     if (rc) {
-        log_warn("bookie",
-                 "journal: no direct entry log (%s): entry %" PRId64 ":%" PRId64 " journaled whole",
-                 q_strerror(rc), r->ledger_id, r->entry_id);
+        if (!j->direct_failing)
+            log_warn("bookie",
+                     "journal: no room in a direct entry log (%s): large entries are journaled "
+                     "whole until there is (entry %" PRId64 ":%" PRId64 " the first)",
+                     q_strerror(rc), r->ledger_id, r->entry_id);
+        j->direct_failing = true;
         r->log_id = 0;
         return -1;
+    }
+    if (j->direct_failing) {
+        log_info("bookie", "journal: large entries go to direct entry logs again");
+        j->direct_failing = false;
     }
     r->log_off = off;
     if (j->dcount++ == 0)

@@ -12,6 +12,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1592,11 +1593,54 @@ static void test_direct_writer_buffered(void)
     dt_writer_run(false);
 }
 
+/* A direct log's blocks are allocated ahead of its records (where the file
+ * system can), and freed past the last record when the log is trimmed (at
+ * close). When that allocation finds no room (an injected ENOSPC, three
+ * times), the entries are journaled whole: acknowledged, the bookie still
+ * writable, nothing in the direct log; the next one goes to the direct log
+ * again; every entry reads back, also after a reopen (from the journal). */
+static void test_direct_alloc_ahead(void)
+{
+    char *dir = bt_dir("bk-dalloc");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.journal_large_entry_bytes = 16u << 10;
+    bookie_t *bk = bt_open(&cfg);
+    bookie_test_fail_direct_alloc(bk, 3);
+    for (int e = 0; e < 3; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 61, e, e - 1, 40000), 0);
+    CU_ASSERT_TRUE(bookie_writable(bk));
+    TEST_REQUIRE(bk->direct.cur != NULL); /* made, nothing written to it */
+    CU_ASSERT_EQUAL(bk->direct.wr_off, 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 61, 3, 2, 40000), 0);
+    CU_ASSERT_TRUE(bk->direct.wr_off > 0);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%08x.log", bk->ldir, (unsigned)bk->direct.cur->id);
+    struct stat st;
+    CU_ASSERT_EQUAL(stat(path, &st), 0);
+    if (!bk->direct.alloc_off) /* allocated ahead, past the file's size */
+        CU_ASSERT_TRUE((uint64_t)st.st_blocks * 512 >= (16u << 20) &&
+                       (uint64_t)st.st_size < (1u << 20));
+    for (int e = 0; e < 4; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 61, e, 40000), 0);
+    bookie_close(bk);
+    CU_ASSERT_EQUAL(stat(path, &st), 0); /* trimmed: no block far past its records */
+    CU_ASSERT_TRUE((uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size + (1u << 20));
+    bk = bt_open(&cfg);
+    for (int e = 0; e < 4; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 61, e, 40000), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 void bookie_direct_register(void)
 {
     CU_pSuite s = CU_add_suite("bookie_direct", NULL, NULL);
     CU_add_test(s, "large entries: replay of references after a crash, mixed with small",
                 test_direct_replay_mixed);
+    CU_add_test(s, "direct log blocks allocated ahead; no room there: journaled whole",
+                test_direct_alloc_ahead);
     CU_add_test(s, "torn direct record (mid payload) at the tail: truncated",
                 test_direct_torn_mid_payload);
     CU_add_test(s, "missing direct record at the tail: truncated", test_direct_torn_missing_record);
