@@ -262,8 +262,11 @@ static bool rate_step(bench_t *b)
         return false;
     }
     tl_sample(b, now);
-    /* Issue every add whose scheduled time has come, stamped with that time. */
-    uint64_t due = (uint64_t)((double)(now - b->start_ns) / 1e9 * b->rate);
+    /* Issue every add whose scheduled time has come, stamped with that time:
+     * add i is due at i / rate, so i <= elapsed * rate (until session 33 each
+     * was issued one interval late, at (i + 1) / rate: 20 us at 50,000/s, a
+     * whole millisecond at 1,000/s, counted in its latency). */
+    uint64_t due = (uint64_t)((double)(now - b->start_ns) / 1e9 * b->rate) + 1;
     while (b->issued < due && (int)b->inflight < (int)b->ring - 1) {
         uint64_t sched = b->start_ns + (uint64_t)((double)b->issued / b->rate * 1e9);
         if (!bench_add(b, sched))
