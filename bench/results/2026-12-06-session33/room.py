@@ -3,11 +3,14 @@
 loop device holds a quire standalone's data; after 2,000 messages are acknowledged,
 a filler takes every free block; messages sent then are refused once the next flush
 fails for lack of room; the filler is removed; messages are taken again; every
-acknowledged message is read back, before and after a restart. Run as root."""
+acknowledged message is read back, before and after a restart. Run as root:
+python3 room.py [QUIRE_BINARY] [PADDING_BYTES] (500 by default: entries for the write
+cache; 65000: entries for a direct log)."""
 import os, re, socket, subprocess, sys, time, urllib.request
 import pulsar
 
 QUIRE = sys.argv[1] if len(sys.argv) > 1 else "/work/main/build/src/quire"
+SIZE = int(sys.argv[2]) if len(sys.argv) > 2 else 500  # bytes of padding per message
 IMG, MNT = "/var/tmp/qroom.img", "/mnt/qroom"
 
 def sh(*a, check=True):
@@ -72,7 +75,7 @@ def main():
             client.subscribe("room", sub, initial_position=pulsar.InitialPosition.Earliest).close()
         p = client.create_producer("room", batching_enabled=False, send_timeout_millis=5000)
         for i in range(2000):
-            p.send(("a-%06d-" % i).encode() + b"x" * 500); acked.add(("a-%06d-" % i) + "x" * 500)
+            p.send(("a-%06d-" % i).encode() + b"x" * SIZE); acked.add(("a-%06d-" % i) + "x" * SIZE)
         print("phase 1: 2000 acknowledged")
         fill()
         res = {}
@@ -81,7 +84,7 @@ def main():
         t0 = time.time(); refused_at = None; i = 0
         while time.time() - t0 < 30 and refused_at is None:
             for _ in range(200):
-                p.send_async(("b-%06d-" % i).encode() + b"x" * 500, cb(i)); i += 1
+                p.send_async(("b-%06d-" % i).encode() + b"x" * SIZE, cb(i)); i += 1
             try:
                 p.flush()
             except Exception as e:
@@ -90,11 +93,11 @@ def main():
             if metric(wp, "quire_bookie_flush_stalled") == 1:
                 refused_at = time.time() - t0
         for _ in range(200):  # sent while the flush waits for room: refused
-            p.send_async(("b-%06d-" % i).encode() + b"x" * 500, cb(i)); i += 1
+            p.send_async(("b-%06d-" % i).encode() + b"x" * SIZE, cb(i)); i += 1
         time.sleep(8)
         ok = [k for k, r in res.items() if r == pulsar.Result.Ok]
         for k in ok:
-            acked.add(("b-%06d-" % k) + "x" * 500)
+            acked.add(("b-%06d-" % k) + "x" * SIZE)
         print(f"phase 2: {i} sent, {len(ok)} acknowledged, {len(res) - len(ok)} failed; "
               f"stalled after {refused_at} s; flush_stalled={metric(wp, 'quire_bookie_flush_stalled')} "
               f"stalls={metric(wp, 'quire_bookie_flush_stalls_total')} "
@@ -114,7 +117,7 @@ def main():
             k = 0
             p = client.create_producer("room", batching_enabled=False, send_timeout_millis=10000)
             for k in range(2000):
-                p.send(("c-%06d-" % k).encode() + b"x" * 500); acked.add(("c-%06d-" % k) + "x" * 500)
+                p.send(("c-%06d-" % k).encode() + b"x" * SIZE); acked.add(("c-%06d-" % k) + "x" * SIZE)
             print("phase 3: 2000 acknowledged")
         except Exception as e:
             print(f"phase 3: {k} acknowledged, then {e}")
