@@ -19,6 +19,7 @@
  * Labels: cluster, namespace, topic (full name), subscription, consumer.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdio_ext.h>
@@ -634,21 +635,50 @@ static void render_process(FILE *f)
                 hs.allocator, hs.in_use, hs.allocator, hs.free_kept);
 }
 
+/* Which of latq_quantiles a summary prints (bit i: latq_quantiles[i]): Pulsar's
+ * broker summaries 0.0, 0.5, 0.95, ..., 1.0; BookKeeper's OpStats 0.5, 0.75,
+ * 0.95, ..., 1.0. */
+#define QUANTILES_PULSAR (0xffu & ~(1u << 2))
+#define QUANTILES_BOOKKEEPER (0xffu & ~1u)
+
+/* A latency summary: a sample per quantile of the last window (NaN when it
+ * had none), then _count and _sum since the start (ms), each with labels
+ * (escaped, without braces). */
+static void render_summary(FILE *f, const char *name, const char *help, const char *labels,
+                           const latq_view_t *v, unsigned which)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s summary\n", name, help, name);
+    for (int i = 0; i < LATQ_NQ; i++) {
+        if (!(which & (1u << i)))
+            continue;
+        fprintf(f, "%s{%s,quantile=\"%s\"} ", name, labels, latq_label(i));
+        if (isnan(v->q_ms[i]))
+            fputs("NaN\n", f);
+        else
+            fprintf(f, "%.3f\n", v->q_ms[i]);
+    }
+    fprintf(f, "%s_count{%s} %llu\n%s_sum{%s} %.3f\n", name, labels, (unsigned long long)v->count,
+            name, labels, v->sum_ms);
+}
+
 /* BookKeeper's names for the in-process bookie (its OpStats are summaries:
- * count and sum, success="true"). */
+ * quantiles of the last window, count and sum, success="true"). */
 static void render_bookie(FILE *f, const bookie_stats_t *stp)
 {
     if (!stp)
         return;
     const bookie_stats_t st = *stp;
+    render_summary(f, "bookie_journal_JOURNAL_SYNC", "Journal fdatasync calls and their time (ms).",
+                   "success=\"true\"", &st.journal_sync_latency, QUANTILES_BOOKKEEPER);
+    render_summary(f, "bookie_journal_JOURNAL_ADD_ENTRY",
+                   "Adds made durable by the journal: from their submission to their group's "
+                   "durability (ms).",
+                   "success=\"true\"", &st.journal_add_latency, QUANTILES_BOOKKEEPER);
+    render_summary(f, "quire_bookie_direct_sync_latency",
+                   "A journal group's large entries: their write and fdatasync in a direct entry "
+                   "log (ms).",
+                   "success=\"true\"", &st.direct_latency, QUANTILES_BOOKKEEPER);
     fprintf(f,
-            "# HELP bookie_journal_JOURNAL_SYNC Journal fdatasync calls and their time (ms).\n"
-            "# TYPE bookie_journal_JOURNAL_SYNC summary\n"
-            "bookie_journal_JOURNAL_SYNC_count{success=\"true\"} %llu\n"
-            "bookie_journal_JOURNAL_SYNC_sum{success=\"true\"} %.3f\n"
-            "# HELP bookie_journal_JOURNAL_ADD_ENTRY Adds made durable by the journal.\n"
-            "# TYPE bookie_journal_JOURNAL_ADD_ENTRY summary\n"
-            "bookie_journal_JOURNAL_ADD_ENTRY_count{success=\"true\"} %llu\n"
             "# HELP bookkeeper_server_ADD_ENTRY Adds acknowledged by the bookie.\n"
             "# TYPE bookkeeper_server_ADD_ENTRY summary\n"
             "bookkeeper_server_ADD_ENTRY_count{success=\"true\"} %llu\n"
@@ -667,11 +697,9 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
             "# HELP bookie_entry_log_bytes Bytes in the bookie's entry log files.\n"
             "# TYPE bookie_entry_log_bytes gauge\n"
             "bookie_entry_log_bytes %llu\n",
-            (unsigned long long)st.journal_syncs, (double)st.journal_sync_us_total / 1000.0,
-            (unsigned long long)st.adds, (unsigned long long)st.adds,
-            (unsigned long long)st.add_bytes, (unsigned long long)st.reads,
-            (unsigned long long)st.read_cache_hits, (unsigned long long)st.ledgers,
-            (unsigned long long)st.entry_log_bytes);
+            (unsigned long long)st.adds, (unsigned long long)st.add_bytes,
+            (unsigned long long)st.reads, (unsigned long long)st.read_cache_hits,
+            (unsigned long long)st.ledgers, (unsigned long long)st.entry_log_bytes);
     fprintf(f,
             "# HELP bookkeeper_server_ADD_ENTRY_BLOCKED Adds waiting for write cache room now.\n"
             "# TYPE bookkeeper_server_ADD_ENTRY_BLOCKED gauge\n"
@@ -972,6 +1000,12 @@ static void metrics_job_render(void *arg)
             (unsigned long long)counts.pending_publish_bytes, cl,
             (unsigned long long)counts.write_queue_bytes, cl,
             (unsigned long long)counts.socket_writes);
+    char cl_label[sizeof j->cluster + 16];
+    snprintf(cl_label, sizeof cl_label, "cluster=\"%s\"", cl);
+    render_summary(f, "pulsar_broker_publish_latency",
+                   "Publish latency (ms): from a SEND to its durable append, quantiles over the "
+                   "last statsUpdateFrequencyInSecs",
+                   cl_label, &counts.publish_latency, QUANTILES_PULSAR);
     render_cache(f, cl, &counts.cache);
 
     render_topic_family(f, &sn, "pulsar_subscriptions_count", "gauge", "Number of subscriptions",

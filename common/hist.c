@@ -9,7 +9,7 @@ void hist_init(hist_t *h)
     h->min = UINT64_MAX;
 }
 
-static unsigned hist_index(uint64_t v)
+unsigned hist_bucket(uint64_t v)
 {
     if (v < HIST_SUB_COUNT)
         return (unsigned)v;
@@ -19,8 +19,15 @@ static unsigned hist_index(uint64_t v)
     return (shift + 1) * HIST_SUB_COUNT + sub;
 }
 
-/* The largest value that falls into bucket i. */
-static uint64_t hist_upper(unsigned i)
+uint64_t hist_bucket_min(unsigned i)
+{
+    if (i < HIST_SUB_COUNT)
+        return i;
+    unsigned shift = i / HIST_SUB_COUNT - 1;
+    return ((uint64_t)HIST_SUB_COUNT | (i % HIST_SUB_COUNT)) << shift;
+}
+
+uint64_t hist_bucket_max(unsigned i)
 {
     if (i < HIST_SUB_COUNT)
         return i;
@@ -32,7 +39,7 @@ static uint64_t hist_upper(unsigned i)
 
 void hist_record(hist_t *h, uint64_t v)
 {
-    h->counts[hist_index(v)]++;
+    h->counts[hist_bucket(v)]++;
     h->total++;
     h->sum += (double)v;
     if (v < h->min)
@@ -54,7 +61,7 @@ uint64_t hist_percentile(const hist_t *h, double p)
     for (unsigned i = 0; i < HIST_BUCKETS; i++) {
         seen += h->counts[i];
         if (seen >= rank) {
-            uint64_t u = hist_upper(i);
+            uint64_t u = hist_bucket_max(i);
             return u > h->max ? h->max : u;
         }
     }

@@ -32,5 +32,10 @@ uint64_t hist_percentile(const hist_t *h, double p);
 double hist_mean(const hist_t *h);
 /* Adds src's counts into dst. */
 void hist_merge(hist_t *dst, const hist_t *src);
+/* The bucket a value falls into (0 .. HIST_BUCKETS - 1), and the smallest and
+ * largest values of bucket i (for histograms kept elsewhere: latq.h). */
+unsigned hist_bucket(uint64_t v);
+uint64_t hist_bucket_min(unsigned i);
+uint64_t hist_bucket_max(unsigned i);
 
 #endif

@@ -93,6 +93,7 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
         {"defaultRetentionSizeInMB", 0, -1, INT32_MAX},
         {"dispatcherReadFailureBackoffInitialTimeInMs", 15000, 1, 3600000},
         {"dispatcherReadFailureBackoffMaxTimeInMs", 60000, 1, 3600000},
+        {"statsUpdateFrequencyInSecs", 60, 1, 3600},
     };
     size_t nkeys = sizeof keys / sizeof keys[0];
     for (size_t i = 0; i < nkeys; i++)
@@ -118,6 +119,7 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
     cfg->default_retention_size_mb = v[18];
     cfg->read_failure_backoff_ms = (uint32_t)v[19];
     cfg->read_failure_backoff_max_ms = (uint32_t)(v[20] > v[19] ? v[20] : v[19]);
+    cfg->stats_window_s = (uint32_t)v[21];
     if (!(v[12] <= v[11] && v[11] <= v[10])) {
         snprintf(err, err_len,
                  "managedLedgerDefault{AckQuorum <= WriteQuorum <= EnsembleSize} does not hold: "
@@ -217,10 +219,13 @@ int broker_new(struct ev_loop *loop, const broker_config_t *cfg, md_store_t *md,
     b->topics = qmap_new();
     b->ns_policies = qmap_new();
     b->mailbox = qloop_mailbox_new(loop);
-    if (!b->topics || !b->mailbox || !b->ns_policies) {
+    b->publish_latency =
+        latq_new((uint64_t)(cfg->stats_window_s ? cfg->stats_window_s : 60) * 1000000u);
+    if (!b->topics || !b->mailbox || !b->ns_policies || !b->publish_latency) {
         qmap_free(b->topics);
         qmap_free(b->ns_policies);
         qloop_mailbox_free(b->mailbox);
+        latq_free(b->publish_latency);
         free(b);
         return -ENOMEM;
     }
@@ -445,5 +450,6 @@ void broker_free(broker_t *b)
     schema_registry_free(b);
     broker_security_free(b);
     qloop_mailbox_free(b->mailbox);
+    latq_free(b->publish_latency);
     free(b);
 }

@@ -44,6 +44,7 @@ typedef struct broker_config {
     uint32_t dispatcher_max_read_bytes;   /* dispatcherMaxReadSizeBytes (5 MiB) */
     uint32_t read_failure_backoff_ms;     /* dispatcherReadFailureBackoffInitialTimeInMs (15 s) */
     uint32_t read_failure_backoff_max_ms; /* dispatcherReadFailureBackoffMaxTimeInMs (60 s) */
+    uint32_t stats_window_s; /* statsUpdateFrequencyInSecs (60): latency summaries' window */
     ml_config_t ml;                       /* managedLedger* keys */
     int64_t default_retention_time_min;   /* defaultRetentionTimeInMinutes (0) */
     int64_t default_retention_size_mb;    /* defaultRetentionSizeInMB (0) */

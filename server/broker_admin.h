@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/latq.h"
 #include "server/broker.h"
 #include "server/codec/topic_name.h"
 #include "server/partitions.h"
@@ -111,6 +112,7 @@ typedef struct broker_admin_counts {
     uint64_t write_queue_bytes;     /* queued for clients and not yet written, all connections */
     uint64_t socket_writes; /* writes to client sockets since start (frames leave in them) */
     ml_cache_info_t cache;  /* the managed ledgers' entry cache */
+    latq_view_t publish_latency; /* SEND to durable append (pulsar_broker_publish_latency) */
 } broker_admin_counts_t;
 
 /* Traffic counters of a topic (sub NULL) or of one of its subscriptions, now

@@ -24,6 +24,7 @@
 #include "common/buf.h"
 #include "common/exec.h"
 #include "common/hashmap.h"
+#include "common/latq.h"
 #include "server/broker.h"
 #include "server/codec/topic_name.h"
 #include "server/sweep.h"
@@ -49,6 +50,7 @@ struct broker {
     md_store_t *md;
     ml_factory_t *mlf;
     int listen_fd;
+    latq_t *publish_latency; /* pulsar_broker_publish_latency: SEND to durable append */
     ev_io accept_watcher;
     accept_pause_t accept_pause; /* accept() out of descriptors: pause, do not spin */
     conn_t *conns;               /* doubly linked */

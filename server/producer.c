@@ -274,7 +274,9 @@ static void send_add_done(int rc, ml_pos_t pos, void *arg)
         send_receipt(c, s, pos.ledger_id, pos.entry_id);
     }
     if (rc >= 0) {
-        topic_record_append(s->topic, (double)(clock_mono_us() - s->start_us) / 1000.0, s->bytes);
+        uint64_t now = clock_mono_us();
+        topic_record_append(s->topic, (double)(now - s->start_us) / 1000.0, s->bytes);
+        latq_record(c->broker->publish_latency, now - s->start_us, now);
         broker_send_persisted(s->topic, s->dedup_name, s->highest_sequence_id, pos);
         topic_traffic_moving(s->topic);
         s->topic->msg_in += (uint64_t)s->num_messages;

@@ -299,6 +299,12 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.read_yield_us = (uint32_t)yield_us;
+    int64_t stats_s = 0; /* the broker reads it too: one window for every summary */
+    if (qconfig_get_int(sa->conf, "statsUpdateFrequencyInSecs", 60, 1, 3600, &stats_s) < 0) {
+        log_error("standalone", "statsUpdateFrequencyInSecs: expected 1..3600 seconds");
+        return QE_INVALID;
+    }
+    bc.stats_window_s = (uint32_t)stats_s;
     int64_t zero_mb = 0;
     if (qconfig_get_int(sa->conf, "spareFileZeroRateMB", (int64_t)(bc.spare_zero_rate_bytes >> 20),
                         0, BOOKIE_SPARE_ZERO_RATE_MB_MAX, &zero_mb) < 0) {

@@ -82,6 +82,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .spare_zero_rate_bytes = 128ull << 20,
         .spare_idle_ms = 1000,
         .read_yield_us = 1000,
+        .stats_window_s = 60,
         .disk_usage_threshold = 0.95,
         .disk_usage_lwm_threshold = 0.90,
         .disk_usage_warn_threshold = 0.90,
@@ -558,6 +559,12 @@ static void bookie_group_done(void *ctx, uint64_t begin, uint64_t end, int rc, j
     for (uint64_t i = begin; i < end; i++)
         bookie_apply_completed(bk, journal_slot(bk->journal, i), rc);
     pthread_mutex_unlock(&bk->lock);
+    uint64_t now = rc == 0 ? clock_mono_us() : 0;
+    for (uint64_t i = begin; i < end && rc == 0; i++) {
+        const journal_req_t *r = journal_slot(bk->journal, i);
+        if (r->type == JREC_ADD && r->rc == 0)
+            latq_record(bk->lat_add, now - r->submit_us, now);
+    }
     for (uint64_t i = begin; i < end; i++) {
         journal_req_t *r = journal_slot(bk->journal, i);
         bookie_complete_one(bk, r);
@@ -1265,6 +1272,10 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->journal_dio_groups = journal_dio_groups(bk->journal);
     journal_get_direct_stats(bk->journal, &out->direct_syncs, &out->direct_sync_us_total,
                              &out->direct_bytes);
+    uint64_t now = clock_mono_us();
+    latq_read(bk->lat_add, now, &out->journal_add_latency);
+    latq_read(bk->lat_sync, now, &out->journal_sync_latency);
+    latq_read(bk->lat_direct, now, &out->direct_latency);
     pthread_mutex_lock(&bk->lock);
     out->ledgers = bk->ledgers.live;
     out->entry_logs = bk->logs.count;
@@ -1632,6 +1643,9 @@ static void bookie_free(bookie_t *bk)
     elog_direct_free(&bk->direct);
     if (bk->gate_ok)
         io_gate_destroy(&bk->gate);
+    latq_free(bk->lat_add);
+    latq_free(bk->lat_sync);
+    latq_free(bk->lat_direct);
     if (bk->meta_fd >= 0)
         close(bk->meta_fd);
     pthread_mutex_destroy(&bk->lock);
@@ -1694,7 +1708,12 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
     write_cache_init(&bk->caches[0]);
     write_cache_init(&bk->caches[1]);
     bk->active = &bk->caches[0];
-    int rc = bk->dir ? bookie_init_dirs(bk) : -ENOMEM;
+    uint64_t window_us = (uint64_t)(cfg->stats_window_s ? cfg->stats_window_s : 60) * 1000000u;
+    bk->lat_add = latq_new(window_us);
+    bk->lat_sync = latq_new(window_us);
+    bk->lat_direct = latq_new(window_us);
+    int rc = !bk->dir || !bk->lat_add || !bk->lat_sync || !bk->lat_direct ? -ENOMEM
+                                                                          : bookie_init_dirs(bk);
     if (rc == 0)
         rc = io_gate_init(&bk->gate, cfg->read_yield_us);
     bk->gate_ok = rc == 0;
@@ -1722,7 +1741,9 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
                            &bk->gate,
                            cfg->journal_odirect,
                            NULL,
-                           cfg->journal_format_version};
+                           cfg->journal_format_version,
+                           bk->lat_sync,
+                           bk->lat_direct};
     if (rc == 0) {
         spares_remove_left(bk->jdir);
         spares_remove_left(bk->ldir);

@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/latq.h"
 
 typedef struct bookie bookie_t;
 
@@ -118,6 +119,10 @@ typedef struct bookie_config {
      * 1000; 0: reads never wait): catch-up reads queued on the disk ahead of
      * the journal's fdatasync delay every acknowledgement (io_gate.h). */
     uint32_t read_yield_us;
+    /* The window of the latency summaries (bookie_stats_t's latq views:
+     * quantiles over the last window; 60 s, statsUpdateFrequencyInSecs in
+     * standalone; 0: 60 s). */
+    uint32_t stats_window_s;
     /* Disk usage (1 - available / total blocks of the file system, as
      * BookKeeper's LedgerDirsMonitor counts it), checked at open, every
      * disk_check_interval_ms (diskCheckInterval; 10000; 0: never, none of
@@ -246,6 +251,11 @@ typedef struct bookie_stats {
     uint64_t spares_taken_direct;  /* direct entry logs that were spares */
     uint64_t spare_logs_reused;    /* logs GC removed, kept as the direct spare */
     uint64_t spare_jnl_reused;     /* journal files trimmed, kept as the journal's spare */
+    /* Latencies, quantiles over the last stats_window_s (latq.h): an add from
+     * its submission to the journal until its group is durable (BookKeeper's
+     * JOURNAL_ADD_ENTRY), the journal's fdatasync (JOURNAL_SYNC), and a
+     * group's large entries' write and fdatasync in their direct log. */
+    latq_view_t journal_add_latency, journal_sync_latency, direct_latency;
 } bookie_stats_t;
 /* Loop thread (the caches' sizes are the loop's). */
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);

@@ -84,6 +84,7 @@ struct bookie {
     journal_t *journal;
     elog_direct_t direct; /* journal thread (once open) */
     spares_t *spares;     /* zeroed files for the journal and direct logs, or NULL */
+    latq_t *lat_add, *lat_sync, *lat_direct; /* bookie_stats_t's latency views */
     io_gate_t gate;       /* large reads wait for the journal's writes (io_gate.h) */
     bool gate_ok;         /* gate initialised */
 

@@ -218,6 +218,7 @@ journal_req_t *journal_next_slot(journal_t *j)
 void journal_submit(journal_t *j)
 {
     assert(j->tail - j->head < j->cfg.ring_slots);
+    j->ring[j->tail % j->cfg.ring_slots].submit_us = clock_mono_us();
     pthread_mutex_lock(&j->lock);
     j->tail++;
     pthread_cond_signal(&j->cond);
@@ -565,8 +566,11 @@ static int group_write(journal_t *j)
         uint64_t t0 = clock_mono_us();
         if (fdatasync(j->fd) < 0)
             rc = -errno;
+        uint64_t t1 = clock_mono_us();
         atomic_fetch_add(&j->syncs, 1);
-        atomic_fetch_add(&j->sync_us, clock_mono_us() - t0);
+        atomic_fetch_add(&j->sync_us, t1 - t0);
+        if (j->cfg.sync_latency)
+            latq_record(j->cfg.sync_latency, t1 - t0, t1);
     }
     if (dwriting) { /* always waited for: the next group writes that log */
         int drc = dsync_wait(j);
@@ -576,8 +580,11 @@ static int group_write(journal_t *j)
     if (gated)
         io_gate_write_end(j->cfg.gate);
     if (j->dcount) {
+        uint64_t dt1 = clock_mono_us();
         atomic_fetch_add(&j->direct_syncs, j->cfg.sync && rc == 0);
-        atomic_fetch_add(&j->direct_sync_us, clock_mono_us() - dt0);
+        atomic_fetch_add(&j->direct_sync_us, dt1 - dt0);
+        if (j->cfg.direct_latency && rc == 0)
+            latq_record(j->cfg.direct_latency, dt1 - dt0, dt1);
         atomic_fetch_add(&j->direct_bytes, rc == 0 ? j->dbytes : 0);
     }
     if (rc) {

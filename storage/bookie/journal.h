@@ -143,6 +143,7 @@ typedef struct journal_req {
         bookie_done_cb done;
     } cb;
     void *arg;
+    uint64_t submit_us; /* clock_mono_us() at journal_submit */
 } journal_req_t;
 
 typedef struct journal_config {
@@ -159,6 +160,8 @@ typedef struct journal_config {
     bool odirect;               /* groups written with O_DIRECT where the file system allows */
     struct spares *spares;      /* zeroed files to roll to (spare.h), or NULL */
     uint32_t format;            /* the format written: 2, or 3 (JOURNAL_FORMAT_VERSION) */
+    latq_t *sync_latency;       /* each fdatasync of the journal recorded here, or NULL */
+    latq_t *direct_latency;     /* each group's direct records' write and sync, or NULL */
 } journal_config_t;
 
 /* Called on the loop for each group: slots [begin, end) were written (rc == 0)

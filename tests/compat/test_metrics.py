@@ -387,3 +387,71 @@ def test_namespace_level_metrics_without_topic_level():
     finally:
         srv.stop()
         srv.cleanup()
+
+
+def _quantiles(fams, family, **labels):
+    """{quantile label: value} of a summary's samples with these labels."""
+    fam = fams.get(family)
+    assert fam is not None, f"metric family {family} missing"
+    assert fam.type == "summary", fam.type
+    return {s.labels["quantile"]: s.value for s in fam.samples
+            if s.name == family and all(s.labels.get(k) == v for k, v in labels.items())}
+
+
+def test_latency_summaries_have_quantiles_of_the_last_window():
+    """pulsar_broker_publish_latency (Pulsar's quantiles 0.0 ... 1.0) and the bookie's
+    JOURNAL_ADD_ENTRY / JOURNAL_SYNC and direct-log summaries (BookKeeper's 0.5 ... 1.0):
+    NaN before any window ended; after traffic and a window of statsUpdateFrequencyInSecs=1,
+    ordered quantiles in milliseconds that bound what the client measured, and counts of
+    what was published; a window without traffic has no quantiles again."""
+    import math
+    from conftest import QuireServer
+
+    srv = QuireServer(extra_args=["--statsUpdateFrequencyInSecs=1"]).start()
+    try:
+        cl = dict(cluster="standalone")
+        ok = dict(success="true")
+        fams = _families(srv.web_url)
+        assert all(math.isnan(v) for v in _quantiles(fams, "pulsar_broker_publish_latency",
+                                                    **cl).values())
+        topic = f"persistent://public/default/lat-{uuid.uuid4().hex[:8]}"
+        client = new_client(srv.service_url)
+        producer = client.create_producer(topic, batching_enabled=False)
+        slowest = 0.0
+        for i in range(50):
+            t0 = time.monotonic()
+            producer.send(b"x" * (70000 if i % 10 == 0 else 100))  # some large: direct log
+            slowest = max(slowest, (time.monotonic() - t0) * 1000)
+        time.sleep(1.2)  # the window ends; the next read rotates it
+        fams = _families(srv.web_url)
+        pub = _quantiles(fams, "pulsar_broker_publish_latency", **cl)
+        assert sorted(pub) == ["0.0", "0.5", "0.95", "0.99", "0.999", "0.9999", "1.0"]
+        vals = [pub[q] for q in ("0.0", "0.5", "0.95", "0.99", "0.999", "0.9999", "1.0")]
+        assert all(v > 0 for v in vals) and vals == sorted(vals), pub
+        # the broker's part of a send is within what the client waited (+1 % buckets)
+        assert pub["1.0"] <= slowest * 1.01 + 0.01, (pub, slowest)
+        assert _sample(fams, "pulsar_broker_publish_latency",
+                       "pulsar_broker_publish_latency_count") == 50
+        assert _sample(fams, "pulsar_broker_publish_latency",
+                       "pulsar_broker_publish_latency_sum") > 0
+        for family in ("bookie_journal_JOURNAL_ADD_ENTRY", "bookie_journal_JOURNAL_SYNC",
+                       "quire_bookie_direct_sync_latency"):
+            q = _quantiles(fams, family, **ok)
+            assert sorted(q) == ["0.5", "0.75", "0.95", "0.99", "0.999", "0.9999", "1.0"]
+            vals = [q[k] for k in ("0.5", "0.75", "0.95", "0.99", "0.999", "0.9999", "1.0")]
+            assert all(v > 0 for v in vals) and vals == sorted(vals), (family, q)
+        # every add durable through the journal (the server's own ledgers' too)
+        assert _sample(fams, "bookie_journal_JOURNAL_ADD_ENTRY",
+                       "bookie_journal_JOURNAL_ADD_ENTRY_count") >= 50
+        assert _sample(fams, "quire_bookie_direct_sync_latency",
+                       "quire_bookie_direct_sync_latency_count") >= 5
+        time.sleep(2.2)  # two windows without a send
+        fams = _families(srv.web_url)
+        assert all(math.isnan(v) for v in _quantiles(fams, "pulsar_broker_publish_latency",
+                                                    **cl).values())
+        assert _sample(fams, "pulsar_broker_publish_latency",
+                       "pulsar_broker_publish_latency_count") == 50
+        client.close()
+    finally:
+        srv.stop()
+        srv.cleanup()

@@ -267,6 +267,7 @@ static void test_exec_bounded_queue(void)
 void register_config_suite(void);
 void register_hashmap_suite(void);
 void register_hist_suite(void);
+void register_latq_suite(void);
 void register_accept_pause_suite(void);
 void register_json_out_suite(void);
 
@@ -275,6 +276,7 @@ static void register_suites(void)
     register_config_suite();
     register_hashmap_suite();
     register_hist_suite();
+    register_latq_suite();
     register_accept_pause_suite();
     register_json_out_suite();
     CU_pSuite s = CU_add_suite("common", NULL, NULL);
