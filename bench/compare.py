@@ -8,7 +8,10 @@ journalSyncData=false) on free 127.0.0.1 ports, runs each scenario against each 
 in alternation (the idle server is SIGSTOPped meanwhile, so it takes no CPU from the
 measured one), samples the measured server's RSS and CPU (and, for Quire, the mean
 journal fdatasync and direct-log write+sync during the run, from /metrics: what the
-disk took; the page cache is written back before each measured run, --no-settle: not),
+disk took; and for scenarios a-e and (f)'s catch-up the median p99 over the 1-s windows
+of Quire's latency summaries, srv_*_p99_ms: the broker's part of a publish, the bookie's
+add, the direct-log write+sync, the journal's fdatasync; the page cache is written back
+before each measured run, --no-settle: not),
 and prints one table: each
 scenario's medians for both servers and their ratio. Raw JSON of every run, the table
 (summary.md, results.json) and a latency-percentile plot per scenario (PNG) go to --out.
@@ -103,6 +106,76 @@ class Sampler:
                 "server_cpu_pct": round(100.0 * (proc_cpu_s(self.pid) - self.cpu0) / wall, 1)}
 
 
+LATENCY_SUMMARIES = {  # Quire's /metrics summaries, read per 1-s window (srv_*_p99_ms)
+    "pulsar_broker_publish_latency": "srv_publish",  # a SEND to its durable append
+    "bookie_journal_JOURNAL_ADD_ENTRY": "srv_add",    # the bookie's add, submitted to durable
+    "quire_bookie_direct_sync_latency": "srv_direct",  # a group's direct-log write + sync
+    "bookie_journal_JOURNAL_SYNC": "srv_jsync",       # the journal's fdatasync
+}
+
+
+class LatencyWindows:
+    """Quire only: reads /metrics every second from `delay` s on, while a phase runs; Quire
+    is started with --statsUpdateFrequencyInSecs=1, so each read shows the latency summaries'
+    quantiles over the last whole second. stop() gives, per summary, the median and the
+    largest of the windows' p99s (the first window seen is dropped: it may end before the
+    phase began). Says which part of the server a publish's time went to, window by window
+    (docs/performance.md, session 34)."""
+
+    def __init__(self, srv, delay=0.0):
+        self.srv, self.delay, self.rows = srv, delay, []
+        self.stop_ev = threading.Event()
+        self.th = None
+        if srv.kind == "quire":
+            self.th = threading.Thread(target=self.loop, daemon=True)
+            self.th.start()
+
+    def read(self):
+        import urllib.request
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.srv.wport,
+                                        timeout=5) as r:
+                text = r.read().decode()
+        except Exception:
+            return None
+        row = {}
+        for line in text.splitlines():
+            if 'quantile="0.99"' not in line:
+                continue
+            name = line.split("{")[0]
+            if name in LATENCY_SUMMARIES:
+                try:
+                    row[LATENCY_SUMMARIES[name]] = float(line.rsplit(" ", 1)[1])
+                except ValueError:
+                    pass
+        return row
+
+    def loop(self):
+        if self.stop_ev.wait(self.delay):
+            return
+        last = None
+        while not self.stop_ev.is_set():
+            row = self.read()
+            if row is not None and row != last:
+                self.rows.append(row)
+                last = row
+            self.stop_ev.wait(1.0)
+
+    def stop(self):
+        if not self.th:
+            return {}
+        self.stop_ev.set()
+        self.th.join(10)
+        out = {}
+        for key in LATENCY_SUMMARIES.values():
+            vals = [r[key] for r in self.rows[1:] if key in r and r[key] == r[key]]  # not NaN
+            if vals:
+                out[key + "_p99_ms"] = round(med(vals), 3)
+                out[key + "_p99_max_ms"] = round(max(vals), 3)
+        out["srv_windows"] = max(0, len(self.rows) - 1)
+        return out
+
+
 # ---------------------------------------------------------------- servers
 
 class Quire:
@@ -121,7 +194,8 @@ class Quire:
         self.proc = subprocess.Popen(
             [self.bin, "standalone", "--data-dir", self.data, "--bindAddress=127.0.0.1",
              "--advertisedAddress=127.0.0.1", "--brokerServicePort=%d" % self.port,
-             "--webServicePort=%d" % self.wport, "--journalSyncData=true", "--logLevel=warn"]
+             "--webServicePort=%d" % self.wport, "--journalSyncData=true", "--logLevel=warn",
+             "--statsUpdateFrequencyInSecs=1"]  # LatencyWindows
             + QUIRE_EXTRA_ARGS,
             stdout=self.logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)  # see ORPHANED below
@@ -426,10 +500,12 @@ def run_simple(sc, srv, perf, tag, secs, warm, servers, freeze_on):
     settled = settle()
     syncs, pc = disk_syncs(srv), page_cache()
     smp = Sampler(srv.pid)
+    lw = LatencyWindows(srv, warm + 0.5)
     r = perf.run("both", srv.url, scen_args(sc, tag, secs, warm), "%s-%s" % (sc, srv.label),
                  secs + warm + 180)
     f = flat(r)
     f.update(smp.stop())
+    f.update(lw.stop())
     f.update(sync_means(syncs, disk_syncs(srv)))
     f.update(writeback_figures(pc, page_cache()))
     f["settle_s"] = settled
@@ -457,9 +533,11 @@ def run_backlog(srv, perf, tag, mb, rate, servers, freeze_on):
                       "--max-pending", 10000, "--seconds", 900, "--warmup-seconds", 0],
                       "f-live-" + srv.label)
     time.sleep(1)
+    lw = LatencyWindows(srv)
     cons = perf.run("consume", srv.url, sub + ["--messages", n, "--warmup-seconds", 0,
                     "--receiver-queue-size", 10000, "--subscription-position", "Earliest"],
                     "f-catchup-" + srv.label, 1800)
+    windows = lw.stop()
     live.send_signal(signal.SIGINT)
     live = perf.finish(live, 60)
     out = {"backlog_mb": round(n * 1024 / 1e6), "fill_mb_per_s": round(n * 1024 / 1e6 / fill_s, 1),
@@ -469,6 +547,7 @@ def run_backlog(srv, perf, tag, mb, rate, servers, freeze_on):
     for p in PCTS:
         out["live_pub_%s_ms" % p] = live.get("publish_latency_ms", {}).get(p)
     out["ok"] = int(fill.get("exit_status") == 0 and cons.get("exit_status") == 0)
+    out.update(windows)
     out.update(smp.stop())
     out.update(sync_means(syncs, disk_syncs(srv)))
     out.update(writeback_figures(pc, page_cache()))
@@ -594,10 +673,10 @@ def run_start(build, workdir, n):
 TABLE_KEYS = {
     "a": ["produce_mb_per_s", "produce_msg_per_s", "consume_mb_per_s", "pub_p50_ms", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms"],
     "b": ["produce_msg_per_s", "consume_msg_per_s", "produce_mb_per_s", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
-    "c": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms"],
+    "c": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms", "srv_publish_p99_ms", "srv_add_p99_ms", "srv_direct_p99_ms", "srv_jsync_p99_ms"],
     "d": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
     "e": ["produce_msg_per_s", "consume_msg_per_s", "produce_mb_per_s", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
-    "f": ["backlog_mb", "fill_mb_per_s", "catchup_mb_per_s", "live_produce_msg_per_s", "live_pub_p50_ms", "live_pub_p99_ms", "live_pub_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms"],
+    "f": ["backlog_mb", "fill_mb_per_s", "catchup_mb_per_s", "live_produce_msg_per_s", "live_pub_p50_ms", "live_pub_p99_ms", "live_pub_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms", "srv_publish_p99_ms", "srv_add_p99_ms", "srv_direct_p99_ms", "srv_jsync_p99_ms"],
     "u": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms"],
     "g": ["topics", "topics_per_s", "rss_before_mb", "rss_peak_mb", "rss_idle_mb", "idle_cpu_pct", "failed_procs"],
 }
