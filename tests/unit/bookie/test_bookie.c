@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -375,6 +376,52 @@ static void test_cache_gauges(void)
     CU_ASSERT_EQUAL(bt_verify(bk, 1, 0, 1000), 0);
     bookie_get_stats(bk, &st);
     CU_ASSERT_EQUAL(st.read_cache_bytes, 1000 + READ_CACHE_NODE_OVERHEAD);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* The latency summaries (bookie_stats_t's latq views, /metrics' JOURNAL_ADD_ENTRY,
+ * JOURNAL_SYNC and direct-log writes): every add, journal fdatasync and direct write
+ * counted once, with its time; after a window (1 s here), quantiles in order. */
+static void test_latency_summaries(void)
+{
+    char *dir = bt_dir("bk-latq");
+    bookie_config_t cfg;
+    bt_config(&cfg, dir);
+    cfg.stats_window_s = 1;
+    bookie_t *bk = bt_open(&cfg);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.journal_add_latency.count, 0);
+    CU_ASSERT_TRUE(isnan(st.journal_add_latency.q_ms[1]));
+    for (int64_t e = 0; e < 20; e++)
+        TEST_REQUIRE(bt_add(bk, 1, e, e - 1, 1000) == 0);
+    for (int64_t e = 0; e < 5; e++) /* large: each group writes the direct log */
+        TEST_REQUIRE(bt_add(bk, 2, e, e - 1, 40000) == 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.journal_add_latency.count, 25);
+    CU_ASSERT_TRUE(st.journal_add_latency.sum_ms > 0);
+    CU_ASSERT_TRUE(st.journal_syncs >= 1);
+    CU_ASSERT_EQUAL(st.journal_sync_latency.count, st.journal_syncs);
+    CU_ASSERT_DOUBLE_EQUAL(st.journal_sync_latency.sum_ms, st.journal_sync_us_total / 1000.0, 0.01);
+    CU_ASSERT_TRUE(st.direct_syncs >= 5);
+    CU_ASSERT_EQUAL(st.direct_latency.count, st.direct_syncs);
+    usleep(1100 * 1000); /* the window ends; the next read rotates it */
+    bookie_get_stats(bk, &st);
+    const latq_view_t *v[] = {&st.journal_add_latency, &st.journal_sync_latency,
+                              &st.direct_latency};
+    for (size_t k = 0; k < 3; k++) {
+        CU_ASSERT_TRUE(v[k]->window_s >= 1.0);
+        for (int i = 0; i < LATQ_NQ; i++) {
+            CU_ASSERT_FALSE(isnan(v[k]->q_ms[i]));
+            CU_ASSERT_TRUE(i == 0 || v[k]->q_ms[i] >= v[k]->q_ms[i - 1]);
+        }
+        CU_ASSERT_TRUE(v[k]->q_ms[LATQ_NQ - 1] > 0);
+    }
+    /* an add includes its group's journal sync: the slowest add at least the fastest sync */
+    CU_ASSERT_TRUE(st.journal_add_latency.q_ms[LATQ_NQ - 1] >=
+                   st.journal_sync_latency.q_ms[0] * 0.99);
     bookie_close(bk);
     test_rm_rf(dir);
     free(dir);
@@ -2291,6 +2338,7 @@ static void register_suites(void)
     CU_pSuite s = CU_add_suite("bookie", NULL, NULL);
     CU_add_test(s, "add/read round trip 0 B..1 MiB, reopen", test_roundtrip_sizes);
     CU_add_test(s, "cache gauges: write cache, read cache", test_cache_gauges);
+    CU_add_test(s, "latency summaries: adds, journal syncs, direct writes", test_latency_summaries);
     CU_add_test(s, "journal replay before any flush", test_replay_before_flush);
     CU_add_test(s, "torn journal tail truncated", test_torn_tail_truncated);
     CU_add_test(s, "corrupt journal record ends replay", test_corrupt_journal_record);
