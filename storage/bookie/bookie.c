@@ -559,14 +559,11 @@ static void bookie_group_done(void *ctx, uint64_t begin, uint64_t end, int rc, j
     for (uint64_t i = begin; i < end; i++)
         bookie_apply_completed(bk, journal_slot(bk->journal, i), rc);
     pthread_mutex_unlock(&bk->lock);
-    uint64_t now = rc == 0 ? clock_mono_us() : 0;
-    for (uint64_t i = begin; i < end && rc == 0; i++) {
-        const journal_req_t *r = journal_slot(bk->journal, i);
-        if (r->type == JREC_ADD && r->rc == 0)
-            latq_record(bk->lat_add, now - r->submit_us, now);
-    }
+    uint64_t now = clock_mono_us();
     for (uint64_t i = begin; i < end; i++) {
         journal_req_t *r = journal_slot(bk->journal, i);
+        if (r->type == JREC_ADD && r->rc == 0) /* JOURNAL_ADD_ENTRY: submitted to durable */
+            latq_record(bk->lat_add, now - r->submit_us, now);
         bookie_complete_one(bk, r);
         qbuf_unref(r->data);
         r->data = NULL;
