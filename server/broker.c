@@ -146,6 +146,14 @@ int broker_config_load(const qconfig_t *q, broker_config_t *cfg, char *err, size
         get_str(q, "clusterName", "standalone", cfg->cluster_name, sizeof cfg->cluster_name, err,
                 err_len) < 0)
         return QE_INVALID;
+    /* The cluster's name is a path segment of its metadata and namespaces and a
+     * label value in /metrics: the characters Pulsar allows its named entities. */
+    if (!topic_name_valid_entity(cfg->cluster_name, strlen(cfg->cluster_name))) {
+        snprintf(err, err_len,
+                 "clusterName: '%s' is not a valid name (letters, digits and -_=:. only)",
+                 cfg->cluster_name);
+        return QE_INVALID;
+    }
     if (strcmp(cfg->advertised_address, "0.0.0.0") == 0)
         snprintf(cfg->advertised_address, sizeof cfg->advertised_address, "127.0.0.1");
     if (broker_limits_config_load(q, &cfg->limits, err, err_len) < 0) /* limits.c */

@@ -149,6 +149,8 @@ def test_bookie_bad_value_refused(key, value):
     ("diskUsageWarnThreshold", "nearly"),
     ("diskCheckInterval", "-10"),
     ("diskCheckInterval", "999999999999"),
+    ("clusterName", 'stand"alone'),
+    ("clusterName", "a/b"),
 ])
 def test_standalone_bad_value_refused(key, value):
     with tempfile.TemporaryDirectory(prefix="quire-sa-cli-") as d:
