@@ -1915,8 +1915,9 @@ void bookie_close(bookie_t *bk)
         else
             bookie_write_summaries(bk);
     } else if (bk->flush_stalled) {
-        log_warn("bookie", "closing with the write cache not flushed (no room): the journal "
-                           "will be replayed");
+        log_warn("bookie",
+                 "closing with the write cache not flushed (%s): the journal will be replayed",
+                 q_strerror(bk->flush_stalled));
     }
     log_info("bookie", "closed %s", bk->dir);
     bookie_free(bk);
