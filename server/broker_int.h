@@ -72,6 +72,8 @@ struct broker {
      * oldest first: resumed in that order) */
     uint64_t pending_publish_bytes;
     conn_t *buffer_paused, *buffer_paused_tail;
+    size_t buffer_paused_n;        /* connections on that list */
+    bool buffer_resume_due;        /* room opened: resume them before the loop waits */
     uint64_t buffer_granted_bytes; /* room promised to resumed connections not yet read */
     uint64_t wq_bytes_total;       /* bytes queued for clients, all connections */
     /* connections with frames queued in this loop iteration, written together
@@ -141,7 +143,7 @@ struct conn {
     bool buffer_paused;    /* paused by the broker-wide publish buffer bound */
     conn_t *buffer_prev, *buffer_next;
     uint32_t last_publish_bytes; /* its last append: what a resume lets in next */
-    uint32_t buffer_granted;     /* resumed with room for one append of this size */
+    uint32_t buffer_granted;     /* room a resume promised it, not used yet (bytes) */
     qmap64_t *producers;
     qmap64_t *consumers;
     char peer[64];
