@@ -182,8 +182,7 @@ void broker_admin_counts_no_topics(broker_t *b, broker_admin_counts_t *out)
 {
     memset(out, 0, sizeof *out);
     out->connections = b->conns_count;
-    for (const conn_t *c = b->buffer_paused; c; c = c->buffer_next)
-        out->buffer_paused++;
+    out->buffer_paused = b->buffer_paused_n;
     out->buffer_pauses = b->buffer_pauses;
     out->pending_publish_bytes = b->pending_publish_bytes;
     out->write_queue_bytes = b->wq_bytes_total;
