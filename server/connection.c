@@ -556,8 +556,8 @@ static void buffer_resume_now(broker_t *b)
         if (max && used + next > max && used > 0)
             break; /* no room for it yet */
         uint64_t grant = share > next ? share : next;
-        if (max && grant > max - used && max > used)
-            grant = max - used > next ? max - used : next;
+        if (max && used + grant > max)
+            grant = used + next <= max ? max - used : next; /* all there is, or one append */
         if (grant > UINT32_MAX)
             grant = UINT32_MAX;
         buffer_unlink(c);

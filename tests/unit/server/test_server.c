@@ -510,7 +510,7 @@ typedef struct burst_watch {
  * many the one with the fewest had. */
 static void burst_fairness(burst_watch_t *bw)
 {
-    if (bw->fewest_at_half >= 0 || !bw->prefix)
+    if (bw->fewest_at_half >= 0)
         return;
     uint64_t fewest = UINT64_MAX, total = 0;
     for (int k = 0; k < bw->clients; k++) {
