@@ -37,6 +37,12 @@ bool qmap_next(const qmap_t *m, qmap_iter_t *it, const char **key, void **value)
 uint32_t qmap_rehashes(const qmap_t *m);
 
 qmap64_t *qmap64_new(void);
+/* A map for keys that come in runs of consecutive values, such as stream
+ * positions (ledger << 24 | entry) put and removed about in order: each 16
+ * consecutive keys sit in neighbouring slots, so such a window is touched a
+ * block at a time instead of one cache line per key. Probes stay as short as
+ * in qmap64_new's maps (the blocks are spread as single keys are there). */
+qmap64_t *qmap64_new_runs(void);
 void qmap64_free(qmap64_t *m);
 void *qmap64_get(const qmap64_t *m, uint64_t key);
 int qmap64_put(qmap64_t *m, uint64_t key, void *value);
