@@ -360,13 +360,10 @@ struct consumer {
     int priority;
     int64_t permits; /* may go negative: whole entries are sent */
     bool closed;
-    qmap64_t *unacked; /* packed position -> unacked_value(batch size, key hash) */
+    /* packed position -> unacked_value(batch size, key hash); positions put
+     * and removed about in order (qmap64_new_runs) */
+    qmap64_t *unacked;
     uint64_t unacked_messages;
-    /* Key_Shared: key hash -> entries of it in unacked (consumer_unacked_put /
-     * _take keep it). While a consumer holds a hash, no other consumer is sent
-     * an entry of it (choose_consumer): per-key order when keys move between
-     * consumers, as Pulsar's "draining hashes" (PIP-379). */
-    qmap64_t *hashes_held;
     /* Key_Shared STICKY ranges, inclusive, in 0..65535 */
     int32_t (*ranges)[2];
     size_t ranges_count;
@@ -412,9 +409,11 @@ struct subscription {
     size_t replay_count, replay_cap;
     qmap64_t *redelivery_counts; /* packed position -> count */
     qmap64_t *replay_hashes;     /* Key_Shared: sticky-key hash -> entries held in replay */
-    /* Key_Shared: key hash -> unacknowledged entries of it over all consumers
-     * (the sum of their hashes_held; consumer.c keeps both) */
-    qmap64_t *hashes_held;
+    /* Key_Shared: key hash -> unacknowledged entries of it held by consumers
+     * that no longer own it ("draining hashes", consumer.c); draining_unknown:
+     * the last rebuild ran out of memory (every key waits until one succeeds) */
+    qmap64_t *draining;
+    bool draining_unknown;
     struct subscribe_ctx *waiting; /* SUBSCRIBEs waiting for the cursor to open */
     uint64_t msg_out, bytes_out;   /* before they move, subscription_traffic_moving() */
     uint64_t traffic_gen;          /* == broker->traffic_gen: traffic_base is valid */
@@ -516,14 +515,13 @@ static inline uint32_t unacked_key_hash_of(const void *v)
 {
     return (uint32_t)((uint64_t)(uintptr_t)v >> 32);
 }
-/* Adds or removes an entry of cons->unacked, counting its key hash in
- * cons->hashes_held when the subscription is Key_Shared (consumer.c). */
+/* Adds or removes an entry of cons->unacked; Key_Shared: one that drains
+ * (its hash moved to another consumer) is counted down in s->draining. */
 void consumer_unacked_put(consumer_t *cons, uint64_t key, void *v);
 void *consumer_unacked_take(consumer_t *cons, uint64_t key);
-/* Key_Shared: whether a consumer of s other than cons holds an entry of hash
- * (two lookups: s->hashes_held against cons->hashes_held). */
-bool subscription_hash_held_elsewhere(const subscription_t *s, const consumer_t *cons,
-                                      uint32_t hash);
+/* Key_Shared: whether a consumer of s other than cons, hash's owner, holds an
+ * entry of hash (s->draining: no lookup at all while no key has moved). */
+bool subscription_hash_held_elsewhere(subscription_t *s, const consumer_t *cons, uint32_t hash);
 
 /* Key_Shared: counts one more entry of hash slot key_hash held in the replay
  * set (delayed.c merges released entries into the set directly). */

@@ -10,9 +10,11 @@
  * non-durable one is removed with its last consumer.
  *
  * Each consumer records what it was sent and has not acknowledged (unacked:
- * position -> batch size). Those entries go back to the subscription's replay
- * set when the consumer closes or asks for redelivery; the dispatcher
- * (dispatcher.c) serves the replay set before new entries.
+ * position -> batch size and key hash, in a map that keeps neighbouring
+ * positions in neighbouring slots: they come and go about in order). Those
+ * entries go back to the subscription's replay set when the consumer closes or
+ * asks for redelivery; the dispatcher (dispatcher.c) serves the replay set
+ * before new entries. Key_Shared: "draining hashes", below.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +74,6 @@ static consumer_t *pending_consumer(conn_t *c, uint64_t id)
 static void consumer_free(consumer_t *cons)
 {
     qmap64_free(cons->unacked);
-    qmap64_free(cons->hashes_held);
     free(cons->ranges);
     free(cons->ring_points);
     free(cons->name);
@@ -165,6 +166,8 @@ static int subscription_admit(subscription_t *s, consumer_t *cons, int type, pb_
     return 0;
 }
 
+static void draining_rebuild(subscription_t *s);
+
 static int subscription_add_consumer(subscription_t *s, consumer_t *cons)
 {
     if (s->consumers_count == s->consumers_cap) {
@@ -179,6 +182,7 @@ static int subscription_add_consumer(subscription_t *s, consumer_t *cons)
     s->ring_len = 0; /* the Key_Shared ring is built again */
     cons->sub = s;
     qsort(s->consumers, s->consumers_count, sizeof *s->consumers, consumer_order);
+    draining_rebuild(s); /* keys it takes over drain from their old owners */
     return 0;
 }
 
@@ -238,12 +242,12 @@ static subscription_t *subscription_new(topic_t *t, const subscribe_ctx_t *ctx)
     s->loaded_ms = clock_wall_ms();
     s->redelivery_counts = qmap64_new();
     s->replay_hashes = qmap64_new();
-    s->hashes_held = qmap64_new();
-    if (!s->name || !s->redelivery_counts || !s->replay_hashes || !s->hashes_held ||
+    s->draining = qmap64_new();
+    if (!s->name || !s->redelivery_counts || !s->replay_hashes || !s->draining ||
         qmap_put(t->subscriptions, s->name, s) < 0) {
         qmap64_free(s->redelivery_counts);
         qmap64_free(s->replay_hashes);
-        qmap64_free(s->hashes_held);
+        qmap64_free(s->draining);
         free(s->name);
         free(s);
         return NULL;
@@ -446,16 +450,13 @@ void consumer_handle_subscribe(conn_t *c, const Pulsar__Proto__CommandSubscribe 
     consumer_t *cons = calloc(1, sizeof *cons);
     subscribe_ctx_t *ctx = calloc(1, sizeof *ctx);
     if (cons) {
-        cons->unacked = qmap64_new();
-        cons->hashes_held = qmap64_new();
+        cons->unacked = qmap64_new_runs();
         cons->name =
             strdup(cmd->consumer_name && cmd->consumer_name[0] ? cmd->consumer_name : "consumer");
     }
     if (ctx)
         ctx->subscription = strdup(cmd->subscription);
-    int rc = cons && ctx && cons->unacked && cons->hashes_held && cons->name && ctx->subscription
-                 ? 0
-                 : -ENOMEM;
+    int rc = cons && ctx && cons->unacked && cons->name && ctx->subscription ? 0 : -ENOMEM;
     if (rc == 0)
         rc = consumer_set_ranges(cons, cmd->keysharedmeta);
     if (rc == 0)
@@ -523,59 +524,105 @@ static bool consumer_counts_hashes(const consumer_t *cons)
     return cons->sub && cons->sub->type == PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
 }
 
-/* Moves hash's count in m by delta (+1 or -n), removing it at zero: one probe,
- * two when it reaches zero. */
-static int hash_count_add(qmap64_t *m, uint32_t hash, int64_t delta)
+/* ------------------------------------------------------ draining hashes -- */
+
+/* Key_Shared keeps each key's order when keys move between consumers (a join,
+ * a close) as Pulsar's "draining hashes" (PIP-379): s->draining counts, per
+ * key hash, the unacknowledged entries held by consumers that no longer own
+ * it, and an entry of such a hash waits until they are acknowledged or come
+ * back (subscription_hash_held_elsewhere). A consumer is only ever sent
+ * entries of hashes it owns, so a hash starts draining only when the owners
+ * change: the map is built again then, from every consumer's unacknowledged
+ * entries, and taken down as they leave. In between, nothing is counted per
+ * entry (the map is empty but for keys that moved). */
+
+/* Moves hash's count in m down by one, removing it at zero. */
+static void draining_count_down(qmap64_t *m, uint32_t hash)
 {
-    void **v = qmap64_slot(m, hash, delta > 0);
+    void **v = qmap64_slot(m, hash, false);
     if (!v)
-        return delta > 0 ? -ENOMEM : 0;
-    int64_t n = (int64_t)(uintptr_t)*v + delta;
-    if (n <= 0)
+        return;
+    uintptr_t n = (uintptr_t)*v;
+    if (n <= 1)
         qmap64_remove(m, hash);
     else
-        *v = (void *)(uintptr_t)n;
-    return 0;
+        *v = (void *)(n - 1);
 }
 
-/* One entry of hash more (+1) or fewer (-1) held by cons, in its count and
- * its subscription's. */
-static void hash_held_add(consumer_t *cons, uint32_t hash, int delta)
+/* The owners changed (s's consumers did): which held entries drain now. Out
+ * of memory, every hash counts as draining until the next rebuild that
+ * succeeds (subscription_hash_held_elsewhere tries again). */
+static void draining_rebuild(subscription_t *s)
 {
-    if (hash_count_add(cons->hashes_held, hash, delta) < 0 ||
-        hash_count_add(cons->sub->hashes_held, hash, delta) < 0)
-        log_error("consumer", "%s: out of memory counting a key hash", cons->name);
+    if (s->type != PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared)
+        return;
+    qmap64_t *m = qmap64_new();
+    bool ok = m != NULL;
+    for (size_t i = 0; ok && i < s->consumers_count; i++) {
+        consumer_t *cons = s->consumers[i];
+        qmap_iter_t it = {0};
+        void *v;
+        while (ok && qmap64_next(cons->unacked, &it, NULL, &v)) {
+            uint32_t hash = unacked_key_hash_of(v);
+            if (subscription_key_shared_owner(s, hash) == cons)
+                continue;
+            void **n = qmap64_slot(m, hash, true);
+            if (n)
+                *n = (void *)((uintptr_t)*n + 1);
+            ok = n != NULL;
+        }
+    }
+    if (!ok) {
+        qmap64_free(m);
+        if (!s->draining_unknown)
+            log_error("consumer", "%s: out of memory counting draining key hashes", s->name);
+        s->draining_unknown = true;
+        return;
+    }
+    qmap64_free(s->draining);
+    s->draining = m;
+    s->draining_unknown = false;
+}
+
+/* cons no longer holds the entry v (acknowledged, sent back, replaced). */
+static void draining_forget(consumer_t *cons, const void *v)
+{
+    subscription_t *s = cons->sub;
+    if (!s || qmap64_size(s->draining) == 0)
+        return;
+    uint32_t hash = unacked_key_hash_of(v);
+    if (subscription_key_shared_owner(s, hash) != cons)
+        draining_count_down(s->draining, hash);
 }
 
 void consumer_unacked_put(consumer_t *cons, uint64_t key, void *v)
 {
-    if (!consumer_counts_hashes(cons)) {
-        (void)qmap64_put(cons->unacked, key, v); /* only Key_Shared reads before it puts */
-        return;
-    }
     void **slot = qmap64_slot(cons->unacked, key, true);
     if (!slot)
         return;
     void *old = *slot;
     *slot = v;
-    if (old)
-        hash_held_add(cons, unacked_key_hash_of(old), -1);
-    hash_held_add(cons, unacked_key_hash_of(v), +1);
+    if (old && consumer_counts_hashes(cons))
+        draining_forget(cons, old);
 }
 
 void *consumer_unacked_take(consumer_t *cons, uint64_t key)
 {
     void *v = qmap64_remove(cons->unacked, key);
     if (v && consumer_counts_hashes(cons))
-        hash_held_add(cons, unacked_key_hash_of(v), -1);
+        draining_forget(cons, v);
     return v;
 }
 
-bool subscription_hash_held_elsewhere(const subscription_t *s, const consumer_t *cons,
-                                      uint32_t hash)
+bool subscription_hash_held_elsewhere(subscription_t *s, const consumer_t *cons, uint32_t hash)
 {
-    uintptr_t all = (uintptr_t)qmap64_get(s->hashes_held, hash);
-    return all > (uintptr_t)qmap64_get(cons->hashes_held, hash);
+    (void)cons; /* the hash's owner: it never holds what drains */
+    if (s->draining_unknown) {
+        draining_rebuild(s);
+        if (s->draining_unknown)
+            return true; /* still no memory: wait, keeping the order */
+    }
+    return qmap64_size(s->draining) > 0 && qmap64_get(s->draining, hash) != NULL;
 }
 
 /* Forgets pos in whichever consumer of s holds it (cons first). */
@@ -738,13 +785,6 @@ void consumer_handle_redeliver(conn_t *c,
 
 static void subscription_remove_consumer(subscription_t *s, consumer_t *cons)
 {
-    /* What it still holds (it left without its entries going back) is no
-     * longer held in the subscription. */
-    qmap_iter_t it = {0};
-    uint64_t hash;
-    void *n;
-    while (qmap64_next(cons->hashes_held, &it, &hash, &n))
-        hash_count_add(s->hashes_held, (uint32_t)hash, -(int64_t)(uintptr_t)n);
     for (size_t i = 0; i < s->consumers_count; i++) {
         if (s->consumers[i] == cons) {
             memmove(&s->consumers[i], &s->consumers[i + 1],
@@ -755,6 +795,9 @@ static void subscription_remove_consumer(subscription_t *s, consumer_t *cons)
         }
     }
     cons->sub = NULL;
+    /* The keys it owned have new owners; what it still holds (it left
+     * without its entries going back) is no longer held. */
+    draining_rebuild(s);
 }
 
 void consumer_destroy(consumer_t *cons, bool redeliver)

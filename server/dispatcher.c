@@ -714,7 +714,7 @@ void subscription_free(subscription_t *s)
     free(s->ring);
     qmap64_free(s->redelivery_counts);
     qmap64_free(s->replay_hashes);
-    qmap64_free(s->hashes_held);
+    qmap64_free(s->draining);
     free(s->meta_json);
     free(s->name);
     free(s);

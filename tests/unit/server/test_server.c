@@ -1006,37 +1006,85 @@ static bool key_owned_by_b(uint64_t a_id, uint64_t b_id, char *buf, size_t cap)
 static const Pulsar__Proto__CommandSubscribe__SubType KEY_SHARED =
     PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Key_Shared;
 
+/* Receives n messages on c within timeout_s each: their payloads, in order,
+ * against want (frames freed). */
+static void expect_payloads(tclient_t *c, const char *const *want, size_t n, double timeout_s)
+{
+    tframe_t *m[8] = {NULL};
+    TEST_REQUIRE(n <= 8);
+    size_t got = receive_messages(c, m, n, timeout_s);
+    CU_ASSERT_EQUAL(got, n);
+    for (size_t i = 0; i < got; i++) {
+        char buf[16];
+        CU_ASSERT_STRING_EQUAL(payload_text(m[i], buf, sizeof buf), want[i]);
+    }
+    free_frames(m, got);
+}
+
+/* No message on c for timeout_s. */
+static void expect_nothing(tclient_t *c, double timeout_s)
+{
+    tframe_t *f = tclient_wait(c, MESSAGE, timeout_s);
+    CU_ASSERT_PTR_NULL(f);
+    if (f)
+        tframe_free(f);
+}
+
+/* Two Key_Shared tests' start: a broker, a producer p, consumer "a" (id 1
+ * on ca) holding m0 and m1 (positions l[i]:e[i]) of a key that "b" (id 1 on
+ * cb, not subscribed yet) would own. */
+typedef struct {
+    tbroker_t *tb;
+    tclient_t *p, *ca, *cb;
+    const char *topic;
+    char key[32];
+    int64_t l[2], e[2];
+} ks_drain_t;
+
+static bool ks_drain_start(ks_drain_t *k, const char *topic)
+{
+    *k = (ks_drain_t){.topic = topic};
+    if (!(k->tb = tbroker_start()))
+        return false;
+    k->p = tclient_connect(k->tb, "test");
+    k->ca = tclient_connect(k->tb, "test");
+    k->cb = tclient_connect(k->tb, "test");
+    if (!k->p || !k->ca || !k->cb || !key_owned_by_b(1, 1, k->key, sizeof k->key))
+        return false;
+    CU_ASSERT_EQUAL(tclient_subscribe(k->ca, topic, "s", 1, KEY_SHARED, "a", NULL, 0), 0);
+    CU_ASSERT_EQUAL(tclient_create_producer(k->p, topic, 1), 0);
+    CU_ASSERT_EQUAL(tclient_produce(k->p, 1, 0, k->key, "m0", &k->l[0], &k->e[0]), 0);
+    CU_ASSERT_EQUAL(tclient_produce(k->p, 1, 1, k->key, "m1", &k->l[1], &k->e[1]), 0);
+    tclient_flow(k->ca, 1, 2);
+    const char *const m01[] = {"m0", "m1"};
+    expect_payloads(k->ca, m01, 2, 5.0);
+    return true;
+}
+
+static void ks_drain_stop(ks_drain_t *k)
+{
+    tclient_close(k->p);
+    tclient_close(k->ca);
+    tclient_close(k->cb);
+    tbroker_stop(k->tb);
+}
+
 /* A key moved by a join waits while its old owner holds entries of it: "a"
  * holds m0 unacknowledged and gave m1 back (a negative ack) when "b" joins and
  * becomes the key's owner; b gets m1 only once a acknowledges m0 (Pulsar's
  * draining hashes). m1 is below b's join hold, so that hold does not cover it. */
 static void test_key_shared_key_waits_for_old_owner(void)
 {
-    tbroker_t *tb = tbroker_start();
-    TEST_REQUIRE(tb != NULL);
-    tclient_t *p = tclient_connect(tb, "test"), *ca = tclient_connect(tb, "test"),
-              *cb = tclient_connect(tb, "test");
-    TEST_REQUIRE(p && ca && cb);
-    char key[32];
-    TEST_REQUIRE(key_owned_by_b(1, 1, key, sizeof key));
-    const char *topic = T "ks-drain";
-    CU_ASSERT_EQUAL(tclient_subscribe(ca, topic, "s", 1, KEY_SHARED, "a", NULL, 0), 0);
-    CU_ASSERT_EQUAL(tclient_create_producer(p, topic, 1), 0);
-    int64_t l[2], e[2];
-    CU_ASSERT_EQUAL(tclient_produce(p, 1, 0, key, "m0", &l[0], &e[0]), 0);
-    CU_ASSERT_EQUAL(tclient_produce(p, 1, 1, key, "m1", &l[1], &e[1]), 0);
-    tclient_flow(ca, 1, 2);
-    tframe_t *m[2] = {NULL, NULL};
-    TEST_REQUIRE(receive_messages(ca, m, 2, 5.0) == 2);
-    free_frames(m, 2);
+    ks_drain_t k;
+    TEST_REQUIRE(ks_drain_start(&k, T "ks-drain"));
+    tclient_t *ca = k.ca, *cb = k.cb;
+    const char *topic = k.topic;
+    const int64_t *l = k.l, *e = k.e;
     const int64_t m1_id[1][2] = {{l[1], e[1]}};
     CU_ASSERT_EQUAL(tclient_redeliver(ca, 1, m1_id, 1), 0);
     CU_ASSERT_EQUAL(tclient_subscribe(cb, topic, "s", 1, KEY_SHARED, "b", NULL, 0), 0);
     tclient_flow(cb, 1, 10);
-    tframe_t *early = tclient_wait(cb, MESSAGE, 0.3);
-    CU_ASSERT_PTR_NULL(early); /* m1 waits: a still holds m0 */
-    if (early)
-        tframe_free(early);
+    expect_nothing(cb, 0.3); /* m1 waits: a still holds m0 */
     CU_ASSERT_EQUAL(tclient_ack(ca, 1, l[0], e[0]), 0);
     tframe_t *f = tclient_wait(cb, MESSAGE, 5.0);
     CU_ASSERT_PTR_NOT_NULL(f);
@@ -1046,10 +1094,44 @@ static void test_key_shared_key_waits_for_old_owner(void)
         CU_ASSERT_EQUAL((int64_t)f->cmd->message->message_id->entryid, e[1]);
         tframe_free(f);
     }
-    tclient_close(p);
-    tclient_close(ca);
-    tclient_close(cb);
-    tbroker_stop(tb);
+    ks_drain_stop(&k);
+}
+
+/* A key drains while its old owner holds any entry of it, and no longer:
+ * "a" holds m0 and m1 when "b" joins and takes the key. a gives m0 back: it
+ * waits for m1. a gives m1 back: b gets m0 and m1 (m2, produced after b
+ * joined, waits for them to be acknowledged: Pulsar's rule for a consumer
+ * that joins), then m2 once it acknowledges them, and m3. b leaves holding m2
+ * and m3 (its connection closes): the key is a's again and a gets them at once,
+ * nothing draining towards it from the consumer that left. */
+static void test_key_shared_drain_counts_down(void)
+{
+    ks_drain_t k;
+    TEST_REQUIRE(ks_drain_start(&k, T "ks-drain-down"));
+    tclient_t *p = k.p, *ca = k.ca, *cb = k.cb;
+    const char *topic = k.topic, *key = k.key;
+    const int64_t *l = k.l, *e = k.e;
+    const char *const m01[] = {"m0", "m1"};
+    CU_ASSERT_EQUAL(tclient_subscribe(cb, topic, "s", 1, KEY_SHARED, "b", NULL, 0), 0);
+    tclient_flow(cb, 1, 10);
+    CU_ASSERT_EQUAL(tclient_produce(p, 1, 2, key, "m2", NULL, NULL), 0);
+    expect_nothing(cb, 0.3); /* a holds m0 and m1 */
+    const int64_t m0_id[1][2] = {{l[0], e[0]}}, m1_id[1][2] = {{l[1], e[1]}};
+    CU_ASSERT_EQUAL(tclient_redeliver(ca, 1, m0_id, 1), 0);
+    expect_nothing(cb, 0.3); /* a still holds m1 */
+    CU_ASSERT_EQUAL(tclient_redeliver(ca, 1, m1_id, 1), 0);
+    expect_payloads(cb, m01, 2, 5.0);
+    CU_ASSERT_EQUAL(tclient_ack(cb, 1, l[0], e[0]), 0);
+    CU_ASSERT_EQUAL(tclient_ack(cb, 1, l[1], e[1]), 0);
+    const char *const m2[] = {"m2"}, *const m3[] = {"m3"}, *const m23[] = {"m2", "m3"};
+    expect_payloads(cb, m2, 1, 5.0);
+    CU_ASSERT_EQUAL(tclient_produce(p, 1, 3, key, "m3", NULL, NULL), 0);
+    expect_payloads(cb, m3, 1, 5.0);
+    tclient_close(cb); /* b leaves with m2 and m3 unacknowledged: they go back */
+    k.cb = NULL;
+    tclient_flow(ca, 1, 10);
+    expect_payloads(ca, m23, 2, 5.0);
+    ks_drain_stop(&k);
 }
 
 /* Appends the frame of cmd to *all (grown); 0 or -1. */
@@ -1093,10 +1175,7 @@ static void test_key_shared_replay_read_after_older_returns(void)
     CU_ASSERT_EQUAL(f->cmd->message->consumer_id, 2);
     tframe_free(f);
     tclient_flow(c, 1, 10); /* m1 is read and held: its owner b has no permits */
-    f = tclient_wait(c, MESSAGE, 0.3);
-    CU_ASSERT_PTR_NULL(f);
-    if (f)
-        tframe_free(f);
+    expect_nothing(c, 0.3);
     Pulsar__Proto__CommandFlow fl = PULSAR__PROTO__COMMAND_FLOW__INIT;
     fl.consumer_id = 1;
     fl.messagepermits = 1;
@@ -1303,6 +1382,8 @@ static void register_suites(void)
                 test_key_shared_ring_owner);
     CU_add_test(s, "Key_Shared: a moved key waits for its old owner's acks",
                 test_key_shared_key_waits_for_old_owner);
+    CU_add_test(s, "Key_Shared: a moved key drains while its old owner holds any of it",
+                test_key_shared_drain_counts_down);
     CU_add_test(s, "Key_Shared: a replay read is not sent when older entries return",
                 test_key_shared_replay_read_after_older_returns);
     CU_add_test(s, "Key_Shared: held keys forgotten when a seek disconnects",
