@@ -192,8 +192,7 @@ void subscription_replay_clear(subscription_t *s)
 
 typedef struct entry_info {
     int32_t num_messages;
-    uint32_t key_hash; /* 0..65535 */
-    int64_t publish_time;
+    uint32_t key_hash;  /* 0..65535 */
     int64_t deliver_at; /* deliver_at_time, 0 if none (delayed.h) */
 } entry_info_t;
 
@@ -212,14 +211,15 @@ static int b64_value(int ch)
     return -1;
 }
 
-/* Decodes base64 (standard or URL alphabet, padding optional) into out. */
-static size_t b64_decode(const char *in, uint8_t *out, size_t cap)
+/* Decodes base64 (standard or URL alphabet, padding optional) of in[0..len)
+ * into out. */
+static size_t b64_decode(const uint8_t *in, size_t len, uint8_t *out, size_t cap)
 {
     size_t n = 0;
     uint32_t acc = 0;
     int bits = 0;
-    for (; *in && *in != '='; in++) {
-        int v = b64_value((unsigned char)*in);
+    for (size_t i = 0; i < len && in[i] != '='; i++) {
+        int v = b64_value(in[i]);
         if (v < 0)
             continue;
         acc = (acc << 6) | (uint32_t)v;
@@ -234,48 +234,46 @@ static size_t b64_decode(const char *in, uint8_t *out, size_t cap)
 }
 
 /* Pulsar's sticky key: ordering_key, else partition_key (base64-decoded when
- * flagged), else "NONE_KEY"; hashed with Murmur3 x86_32, & INT32_MAX, % 65536. */
-static uint32_t sticky_key_hash(const Pulsar__Proto__MessageMetadata *md)
+ * flagged), else "NONE_KEY"; hashed with Murmur3 x86_32, & INT32_MAX, % 65536.
+ * All of the key's bytes, as Pulsar hashes them. */
+static uint32_t sticky_key_hash(const frame_meta_scan_t *md)
 {
     const uint8_t *key = (const uint8_t *)"NONE_KEY";
     size_t len = 8;
     uint8_t decoded[1024];
-    if (md->has_ordering_key && md->ordering_key.len > 0) {
-        key = md->ordering_key.data;
-        len = md->ordering_key.len;
-    } else if (md->partition_key) {
-        if (md->has_partition_key_b64_encoded && md->partition_key_b64_encoded) {
-            len = b64_decode(md->partition_key, decoded, sizeof decoded);
+    if (md->has_ordering_key && md->ordering_key_len > 0) {
+        key = md->ordering_key;
+        len = md->ordering_key_len;
+    } else if (md->has_partition_key) {
+        if (md->partition_key_b64_encoded) {
+            len = b64_decode(md->partition_key, md->partition_key_len, decoded, sizeof decoded);
             key = decoded;
         } else {
-            key = (const uint8_t *)md->partition_key;
-            len = strlen(md->partition_key);
+            key = md->partition_key;
+            len = md->partition_key_len;
         }
     }
     uint32_t h = murmur3_x86_32(key, len, 0) & 0x7fffffffu;
     return h % KEY_HASH_RANGE;
 }
 
+/* One pass over the entry's metadata bytes (frame_scan_metadata), not an
+ * unpack: this runs for every entry dispatched. */
 static void entry_info_read(const ml_entry_t *e, entry_info_t *info)
 {
-    Pulsar__Proto__MessageMetadata *md = NULL;
-    size_t off;
+    frame_meta_scan_t md;
     info->num_messages = 1;
     info->key_hash = 0;
-    info->publish_time = 0;
     info->deliver_at = 0;
-    if (frame_parse_metadata(e->data->data, e->data->len, &md, &off) < 0) {
+    if (frame_scan_metadata(e->data->data, e->data->len, &md) < 0) {
         log_warn("dispatch", "entry %lld:%lld has unreadable metadata", (long long)e->pos.ledger_id,
                  (long long)e->pos.entry_id);
         return;
     }
-    if (md->has_num_messages_in_batch && md->num_messages_in_batch > 0)
-        info->num_messages = md->num_messages_in_batch;
-    info->key_hash = sticky_key_hash(md);
-    info->publish_time = (int64_t)md->publish_time;
-    if (md->has_deliver_at_time)
-        info->deliver_at = md->deliver_at_time;
-    frame_metadata_free(md);
+    info->num_messages = md.num_messages;
+    info->key_hash = sticky_key_hash(&md);
+    if (md.has_deliver_at_time)
+        info->deliver_at = md.deliver_at_time;
 }
 
 /* ------------------------------------------------------ consumer selection -- */

@@ -488,6 +488,117 @@ int frame_parse_metadata(const uint8_t *slice, size_t len, Pulsar__Proto__Messag
     return 0;
 }
 
+/* MessageMetadata's fields frame_scan_metadata reads (PulsarApi.proto). */
+enum {
+    MD_PRODUCER_NAME = 1,
+    MD_SEQUENCE_ID = 2,
+    MD_PUBLISH_TIME = 3,
+    MD_PARTITION_KEY = 6,
+    MD_NUM_MESSAGES_IN_BATCH = 11,
+    MD_PARTITION_KEY_B64_ENCODED = 17,
+    MD_ORDERING_KEY = 18,
+    MD_DELIVER_AT_TIME = 19,
+};
+
+enum { WIRE_VARINT = 0, WIRE_FIXED64 = 1, WIRE_LEN = 2, WIRE_FIXED32 = 5 };
+
+int frame_scan_metadata(const uint8_t *slice, size_t len, frame_meta_scan_t *out)
+{
+    size_t at = 0, meta = 0;
+    int rc = frame_locate_metadata(slice, len, &at, &meta);
+    if (rc != 0)
+        return rc;
+    const uint8_t *p = slice + at + 4;
+    *out = (frame_meta_scan_t){.num_messages = 1};
+    bool has_name = false, has_seq = false, has_time = false;
+    size_t o = 0;
+    while (o < meta) {
+        uint64_t key, v = 0;
+        size_t n = pb_varint_get(p + o, meta - o, &key);
+        if (n == 0 || key >> 3 == 0 || key >> 3 > UINT32_MAX)
+            return QE_CORRUPT;
+        o += n;
+        uint32_t field = (uint32_t)(key >> 3), wire = (uint32_t)(key & 7);
+        const uint8_t *bytes = NULL;
+        switch (wire) {
+        case WIRE_VARINT:
+            if (!(n = pb_varint_get(p + o, meta - o, &v)))
+                return QE_CORRUPT;
+            break;
+        case WIRE_FIXED64:
+            n = 8;
+            break;
+        case WIRE_FIXED32:
+            n = 4;
+            break;
+        case WIRE_LEN: {
+            size_t h = pb_varint_get(p + o, meta - o, &v);
+            if (h == 0 || v > meta - o - h)
+                return QE_CORRUPT;
+            bytes = p + o + h;
+            n = h + (size_t)v;
+            break;
+        }
+        default: /* groups: not in this message */
+            return QE_CORRUPT;
+        }
+        if (n > meta - o)
+            return QE_CORRUPT;
+        o += n;
+        /* the fields read must have their own wire type (the rest was checked
+         * when the message was published: frame_decode unpacks it whole) */
+        bool want_len =
+            field == MD_PRODUCER_NAME || field == MD_PARTITION_KEY || field == MD_ORDERING_KEY;
+        bool want_varint = field == MD_SEQUENCE_ID || field == MD_PUBLISH_TIME ||
+                           field == MD_NUM_MESSAGES_IN_BATCH ||
+                           field == MD_PARTITION_KEY_B64_ENCODED || field == MD_DELIVER_AT_TIME;
+        if ((want_len && wire != WIRE_LEN) || (want_varint && wire != WIRE_VARINT))
+            return QE_CORRUPT;
+        switch (field) { /* a field given twice: the last one counts, as in protobuf */
+        case MD_PRODUCER_NAME:
+            has_name = true;
+            break;
+        case MD_SEQUENCE_ID:
+            has_seq = true;
+            break;
+        case MD_PUBLISH_TIME:
+            has_time = true;
+            out->publish_time = v;
+            break;
+        case MD_PARTITION_KEY:
+            out->has_partition_key = true;
+            out->partition_key = bytes;
+            out->partition_key_len = (size_t)v;
+            break;
+        case MD_NUM_MESSAGES_IN_BATCH:
+            out->num_messages_in_batch = (int32_t)(uint32_t)v;
+            out->has_num_messages_in_batch = true;
+            break;
+        case MD_PARTITION_KEY_B64_ENCODED:
+            out->partition_key_b64_encoded = v != 0;
+            break;
+        case MD_ORDERING_KEY:
+            out->has_ordering_key = true;
+            out->ordering_key = bytes;
+            out->ordering_key_len = (size_t)v;
+            break;
+        case MD_DELIVER_AT_TIME:
+            out->has_deliver_at_time = true;
+            out->deliver_at_time = (int64_t)v;
+            break;
+        default:
+            break;
+        }
+    }
+    if (!has_name || !has_seq || !has_time)
+        return QE_CORRUPT; /* required, as protobuf-c's unpack checks */
+    out->num_messages = out->has_num_messages_in_batch && out->num_messages_in_batch > 0
+                            ? out->num_messages_in_batch
+                            : 1;
+    out->payload_offset = at + 4 + meta;
+    return 0;
+}
+
 void frame_metadata_free(Pulsar__Proto__MessageMetadata *md)
 {
     if (md)

@@ -126,6 +126,31 @@ int frame_parse_metadata(const uint8_t *slice, size_t len, Pulsar__Proto__Messag
                          size_t *payload_offset);
 void frame_metadata_free(Pulsar__Proto__MessageMetadata *md);
 
+/* What the dispatcher needs of a stored slice's MessageMetadata, read in one
+ * pass over its bytes without unpacking it (frame_parse_metadata allocates
+ * every field): the keys point into slice. */
+typedef struct frame_meta_scan {
+    int32_t num_messages; /* num_messages_in_batch when set and > 0, else 1 */
+    bool has_num_messages_in_batch;
+    int32_t num_messages_in_batch;
+    uint64_t publish_time;
+    bool has_partition_key, partition_key_b64_encoded;
+    const uint8_t *partition_key;
+    size_t partition_key_len;
+    bool has_ordering_key;
+    const uint8_t *ordering_key;
+    size_t ordering_key_len;
+    bool has_deliver_at_time;
+    int64_t deliver_at_time;
+    size_t payload_offset; /* where the payload starts in slice */
+} frame_meta_scan_t;
+
+/* Fills *out from the slice's metadata: 0, or QE_CORRUPT where protobuf-c's
+ * unpack would fail too (a cut field or varint, a required field missing, a
+ * field read here with another wire type). Fields not read here are skipped
+ * by their wire type without being checked. */
+int frame_scan_metadata(const uint8_t *slice, size_t len, frame_meta_scan_t *out);
+
 /* Checks the 0x0e01 block of a stored slice: 1 if present and matching, 0 if
  * present and wrong, QE_NOT_FOUND if absent, QE_CORRUPT if truncated. */
 int frame_verify_checksum(const uint8_t *slice, size_t len);

@@ -3,11 +3,13 @@
  *
  * Feeds the input to frame_decode as a stream (frame after frame, as a
  * connection's read buffer would), with two frame size limits, and feeds every
- * SEND/MESSAGE slice and the raw input to frame_parse_metadata and
- * frame_verify_checksum. Invariants checked (abort on violation, so libFuzzer
- * reports them): a decoded frame lies inside the input; QE_AGAIN consumes
- * nothing; a payload slice lies inside its frame; a prefix of a decodable
- * frame never decodes. Memory errors are ASan's to find.
+ * SEND/MESSAGE slice and the raw input to frame_parse_metadata,
+ * frame_scan_metadata and frame_verify_checksum. Invariants checked (abort on
+ * violation, so libFuzzer reports them): a decoded frame lies inside the input;
+ * QE_AGAIN consumes nothing; a payload slice lies inside its frame; a prefix of
+ * a decodable frame never decodes; what the scan reads lies inside the slice,
+ * and metadata that unpacks scans, to the same payload offset. Memory errors
+ * are ASan's to find.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,8 +27,18 @@ static void fuzz_metadata(const uint8_t *p, size_t n)
 {
     Pulsar__Proto__MessageMetadata *md = NULL;
     size_t off = 0;
+    frame_meta_scan_t sc;
+    int scanned = frame_scan_metadata(p, n, &sc);
+    if (scanned == 0) {
+        fuzz_check(sc.payload_offset <= n && sc.num_messages >= 1);
+        fuzz_check(!sc.has_partition_key ||
+                   (sc.partition_key >= p && sc.partition_key + sc.partition_key_len <= p + n));
+        fuzz_check(!sc.has_ordering_key ||
+                   (sc.ordering_key >= p && sc.ordering_key + sc.ordering_key_len <= p + n));
+    }
     if (frame_parse_metadata(p, n, &md, &off) == 0) {
         fuzz_check(off <= n);
+        fuzz_check(scanned == 0 && sc.payload_offset == off);
         frame_metadata_free(md);
     }
     int v = frame_verify_checksum(p, n);

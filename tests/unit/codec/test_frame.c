@@ -437,9 +437,176 @@ static void test_random_buffers_never_crash(void)
             CU_ASSERT_TRUE(off <= n);
             frame_metadata_free(md);
         }
+        frame_meta_scan_t sc;
+        if (frame_scan_metadata(buf, n, &sc) == 0)
+            CU_ASSERT_TRUE(sc.payload_offset <= n);
         (void)frame_verify_checksum(buf, n);
     }
     CU_ASSERT_TRUE(deep > 1000);
+}
+
+/* a[0..an) and b[0..bn) hold the same bytes (either may be NULL when empty). */
+static bool same_bytes(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+    return an == bn && (an == 0 || memcmp(a, b, an) == 0);
+}
+
+/* frame_scan_metadata against protobuf-c's unpack (through
+ * frame_parse_metadata) on the same slice: both fail, or both read the same
+ * fields. Returns 1 if they agree. */
+static int scan_agrees(const uint8_t *slice, size_t n)
+{
+    frame_meta_scan_t sc;
+    Pulsar__Proto__MessageMetadata *md = NULL;
+    size_t off = 0;
+    int rs = frame_scan_metadata(slice, n, &sc), ru = frame_parse_metadata(slice, n, &md, &off);
+    if (rs != 0 || ru != 0) {
+        frame_metadata_free(md);
+        return (rs != 0) == (ru != 0);
+    }
+    int32_t num = md->has_num_messages_in_batch && md->num_messages_in_batch > 0
+                      ? md->num_messages_in_batch
+                      : 1;
+    bool ok = sc.num_messages == num && sc.payload_offset == off &&
+              sc.publish_time == md->publish_time &&
+              sc.has_num_messages_in_batch == (bool)md->has_num_messages_in_batch &&
+              sc.has_deliver_at_time == (bool)md->has_deliver_at_time &&
+              (!sc.has_deliver_at_time || sc.deliver_at_time == md->deliver_at_time) &&
+              sc.partition_key_b64_encoded ==
+                  (md->has_partition_key_b64_encoded && md->partition_key_b64_encoded) &&
+              sc.has_partition_key == (md->partition_key != NULL) &&
+              (!sc.has_partition_key ||
+               same_bytes(sc.partition_key, sc.partition_key_len,
+                          (const uint8_t *)md->partition_key, strlen(md->partition_key))) &&
+              sc.has_ordering_key == (bool)md->has_ordering_key &&
+              (!sc.has_ordering_key || same_bytes(sc.ordering_key, sc.ordering_key_len,
+                                                  md->ordering_key.data, md->ordering_key.len));
+    frame_metadata_free(md);
+    return ok;
+}
+
+/* Random printable bytes (no NUL: protobuf-c hands strings back NUL-ended). */
+static char *rand_text(size_t max)
+{
+    size_t n = (size_t)rand() % (max + 1);
+    char *t = malloc(n + 1);
+    for (size_t i = 0; i < n; i++)
+        t[i] = (char)(' ' + rand() % 94);
+    t[n] = 0;
+    return t;
+}
+
+/* A random MessageMetadata, packed into buf: its length. */
+static size_t rand_metadata(uint8_t *buf, size_t cap)
+{
+    Pulsar__Proto__MessageMetadata md = PULSAR__PROTO__MESSAGE_METADATA__INIT;
+    Pulsar__Proto__KeyValue kv[3], *kvs[3];
+    char *texts[9] = {0};
+    int nt = 0;
+    md.producer_name = texts[nt++] = rand_text(20);
+    md.sequence_id = (uint64_t)rand() * 977u;
+    md.publish_time = (uint64_t)rand() * 1000003u;
+    if (rand() % 2)
+        md.partition_key = texts[nt++] = rand_text(40);
+    if (rand() % 3 == 0) {
+        md.has_partition_key_b64_encoded = true;
+        md.partition_key_b64_encoded = rand() % 2;
+    }
+    if (rand() % 2) {
+        md.has_ordering_key = true;
+        md.ordering_key.data = (uint8_t *)(texts[nt++] = rand_text(30));
+        md.ordering_key.len = strlen((char *)md.ordering_key.data);
+    }
+    if (rand() % 2) {
+        md.has_num_messages_in_batch = true;
+        md.num_messages_in_batch = rand() % 4 == 0 ? -(rand() % 5) : rand() % 2000;
+    }
+    if (rand() % 3 == 0) {
+        md.has_deliver_at_time = true;
+        md.deliver_at_time = rand() % 5 == 0 ? -(int64_t)rand() : (int64_t)rand() * 1000;
+    }
+    md.n_properties = (size_t)rand() % 4;
+    for (size_t i = 0; i < md.n_properties; i++) {
+        pulsar__proto__key_value__init(&kv[i]);
+        kv[i].key = texts[nt++] = rand_text(10);
+        kv[i].value = texts[nt++] = rand_text(10);
+        kvs[i] = &kv[i];
+    }
+    md.properties = kvs;
+    if (rand() % 2) {
+        md.has_event_time = true;
+        md.event_time = (uint64_t)rand();
+    }
+    if (rand() % 3 == 0) {
+        md.has_compression = true;
+        md.compression = PULSAR__PROTO__COMPRESSION_TYPE__ZSTD;
+        md.has_uncompressed_size = true;
+        md.uncompressed_size = (uint32_t)rand();
+    }
+    size_t n = pulsar__proto__message_metadata__get_packed_size(&md);
+    TEST_REQUIRE(n <= cap);
+    pulsar__proto__message_metadata__pack(&md, buf);
+    for (int i = 0; i < nt; i++)
+        free(texts[i]);
+    return n;
+}
+
+/* A stored slice around metadata md[0..n): maybe a 0x0e02 block and a 0x0e01
+ * block first, then metaSize, md, a payload. Its length. */
+static size_t slice_around(uint8_t *out, const uint8_t *md, size_t n, int shape)
+{
+    size_t o = 0;
+    if (shape & 1) { /* broker entry metadata, 3 bytes of it */
+        const uint8_t bem[] = {0x0e, 0x02, 0, 0, 0, 3, 0x08, 0x07, 0x10};
+        memcpy(out, bem, sizeof bem);
+        o += sizeof bem;
+    }
+    if (shape & 2) { /* the checksum block (its value is not checked here) */
+        const uint8_t crc[] = {0x0e, 0x01, 1, 2, 3, 4};
+        memcpy(out + o, crc, sizeof crc);
+        o += sizeof crc;
+    }
+    for (int k = 0; k < 4; k++)
+        out[o + (size_t)k] = (uint8_t)(n >> (24 - 8 * k));
+    o += 4;
+    memcpy(out + o, md, n);
+    o += n;
+    memcpy(out + o, "payload", 7);
+    return o + 7;
+}
+
+/* frame_scan_metadata reads what protobuf-c's unpack reads: 2,000 random
+ * metadata, in every slice shape; two metadata one after the other (a field
+ * given twice: the last counts); every cut of one (metaSize cut with it). */
+static void test_scan_metadata_as_protobuf_c(void)
+{
+    uint8_t md[2048], two[4096], slice[4200];
+    srand(4242);
+    size_t disagree = 0, read = 0;
+    for (int iter = 0; iter < 2000; iter++) {
+        size_t n = rand_metadata(md, sizeof md);
+        size_t len = slice_around(slice, md, n, iter % 4);
+        disagree += !scan_agrees(slice, len);
+        frame_meta_scan_t sc;
+        read += frame_scan_metadata(slice, len, &sc) == 0;
+        size_t m = rand_metadata(two, sizeof two / 2);
+        memcpy(two + m, md, n);
+        len = slice_around(slice, two, m + n, iter % 4);
+        disagree += !scan_agrees(slice, len);
+        if (iter % 20 == 0)
+            for (size_t cut = 0; cut < n; cut++) {
+                len = slice_around(slice, md, cut, iter % 4);
+                disagree += !scan_agrees(slice, len);
+            }
+    }
+    CU_ASSERT_EQUAL(disagree, 0);
+    CU_ASSERT_EQUAL(read, 2000);
+    /* a field read here with another wire type: refused, as by protobuf-c */
+    const uint8_t bad[] = {0x0a, 1, 'p', 0x10, 1, 0x18, 2, 0x58 | 2, 1, 0}; /* field 11 as bytes */
+    size_t len = slice_around(slice, bad, sizeof bad, 0);
+    frame_meta_scan_t sc;
+    CU_ASSERT_EQUAL(frame_scan_metadata(slice, len, &sc), QE_CORRUPT);
+    CU_ASSERT_TRUE(scan_agrees(slice, len));
 }
 
 /* The stored slice of a SEND, as the broker keeps it. */
@@ -730,6 +897,7 @@ void codec_register_frame(void)
     CU_add_test(s, "bad payload sizes rejected", test_rejects_bad_payload_sizes);
     CU_add_test(s, "protobuf allocation budget", test_allocation_budget);
     CU_add_test(s, "random buffers never crash", test_random_buffers_never_crash);
+    CU_add_test(s, "metadata scan reads what protobuf-c unpacks", test_scan_metadata_as_protobuf_c);
     CU_add_test(s, "message header + stored bytes", test_message_header_plus_stored);
     CU_add_test(s, "split decode (head, then payload apart)", test_split_decode);
     CU_add_test(s, "encode checks required fields", test_encode_checks_required);
