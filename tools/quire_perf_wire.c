@@ -385,12 +385,6 @@ static uint32_t rd32(const uint8_t *p)
  * The bytes are protobuf-c's (fields in number order): partition_key (2),
  * payload_size (3), sequence_id (8). tests/unit/perf checks them against
  * protobuf-c both ways. */
-static int varint_get(const uint8_t *p, size_t len, size_t *o, uint64_t *v)
-{
-    size_t n = pb_varint_get(p + *o, len - *o, v);
-    *o += n;
-    return n ? 0 : QE_CORRUPT;
-}
 
 /* Upper bound of smm_encode's output for a key of klen bytes. */
 #define SMM_MAX(klen) (1 + 10 + (klen) + 1 + 10 + 1 + 10)
@@ -417,35 +411,12 @@ int perf_smm_payload_size(const uint8_t *p, size_t len, int32_t *payload_size)
     size_t o = 0;
     bool have = false;
     while (o < len) {
-        uint64_t tag, v;
-        if (varint_get(p, len, &o, &tag) != 0 || tag >> 3 == 0)
+        pb_field_t f;
+        if (!pb_field_next(p, len, &o, &f))
             return QE_CORRUPT;
-        switch (tag & 7) {
-        case 0:
-            if (varint_get(p, len, &o, &v) != 0)
-                return QE_CORRUPT;
-            if (tag >> 3 == 3) {
-                *payload_size = (int32_t)v;
-                have = true;
-            }
-            break;
-        case 1:
-            if (len - o < 8)
-                return QE_CORRUPT;
-            o += 8;
-            break;
-        case 2:
-            if (varint_get(p, len, &o, &v) != 0 || v > len - o)
-                return QE_CORRUPT;
-            o += (size_t)v;
-            break;
-        case 5:
-            if (len - o < 4)
-                return QE_CORRUPT;
-            o += 4;
-            break;
-        default:
-            return QE_CORRUPT;
+        if (f.number == 3 && f.wire == PB_WIRE_VARINT) {
+            *payload_size = (int32_t)f.v;
+            have = true;
         }
     }
     return have ? 0 : QE_CORRUPT; /* payload_size is required */

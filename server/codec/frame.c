@@ -500,8 +500,6 @@ enum {
     MD_DELIVER_AT_TIME = 19,
 };
 
-enum { WIRE_VARINT = 0, WIRE_FIXED64 = 1, WIRE_LEN = 2, WIRE_FIXED32 = 5 };
-
 int frame_scan_metadata(const uint8_t *slice, size_t len, frame_meta_scan_t *out)
 {
     size_t at = 0, meta = 0;
@@ -513,38 +511,12 @@ int frame_scan_metadata(const uint8_t *slice, size_t len, frame_meta_scan_t *out
     bool has_name = false, has_seq = false, has_time = false;
     size_t o = 0;
     while (o < meta) {
-        uint64_t key, v = 0;
-        size_t n = pb_varint_get(p + o, meta - o, &key);
-        if (n == 0 || key >> 3 == 0 || key >> 3 > UINT32_MAX)
+        pb_field_t f;
+        if (!pb_field_next(p, meta, &o, &f))
             return QE_CORRUPT;
-        o += n;
-        uint32_t field = (uint32_t)(key >> 3), wire = (uint32_t)(key & 7);
-        const uint8_t *bytes = NULL;
-        switch (wire) {
-        case WIRE_VARINT:
-            if (!(n = pb_varint_get(p + o, meta - o, &v)))
-                return QE_CORRUPT;
-            break;
-        case WIRE_FIXED64:
-            n = 8;
-            break;
-        case WIRE_FIXED32:
-            n = 4;
-            break;
-        case WIRE_LEN: {
-            size_t h = pb_varint_get(p + o, meta - o, &v);
-            if (h == 0 || v > meta - o - h)
-                return QE_CORRUPT;
-            bytes = p + o + h;
-            n = h + (size_t)v;
-            break;
-        }
-        default: /* groups: not in this message */
-            return QE_CORRUPT;
-        }
-        if (n > meta - o)
-            return QE_CORRUPT;
-        o += n;
+        uint32_t field = f.number;
+        uint64_t v = f.v;
+        const uint8_t *bytes = f.bytes;
         /* the fields read must have their own wire type (the rest was checked
          * when the message was published: frame_decode unpacks it whole) */
         bool want_len =
@@ -552,7 +524,7 @@ int frame_scan_metadata(const uint8_t *slice, size_t len, frame_meta_scan_t *out
         bool want_varint = field == MD_SEQUENCE_ID || field == MD_PUBLISH_TIME ||
                            field == MD_NUM_MESSAGES_IN_BATCH ||
                            field == MD_PARTITION_KEY_B64_ENCODED || field == MD_DELIVER_AT_TIME;
-        if ((want_len && wire != WIRE_LEN) || (want_varint && wire != WIRE_VARINT))
+        if ((want_len && f.wire != PB_WIRE_LEN) || (want_varint && f.wire != PB_WIRE_VARINT))
             return QE_CORRUPT;
         switch (field) { /* a field given twice: the last one counts, as in protobuf */
         case MD_PRODUCER_NAME:
