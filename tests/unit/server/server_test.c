@@ -530,8 +530,8 @@ int tclient_redeliver(tclient_t *c, uint64_t consumer_id, const int64_t (*ids)[2
     return tclient_send(c, &cmd);
 }
 
-int tclient_send_message(tclient_t *c, uint64_t producer_id, uint64_t seq, const char *key,
-                         const char *payload, int32_t batch_n)
+int tclient_encode_message(uint64_t producer_id, uint64_t seq, const char *key, const char *payload,
+                           int32_t batch_n, qbuf_t **out)
 {
     Pulsar__Proto__MessageMetadata md = PULSAR__PROTO__MESSAGE_METADATA__INIT;
     md.producer_name = "test-producer";
@@ -550,8 +550,14 @@ int tclient_send_message(tclient_t *c, uint64_t producer_id, uint64_t seq, const
     Pulsar__Proto__BaseCommand cmd = PULSAR__PROTO__BASE_COMMAND__INIT;
     cmd.type = PULSAR__PROTO__BASE_COMMAND__TYPE__SEND;
     cmd.send = &s;
+    return frame_encode_payload(&cmd, &md, (const uint8_t *)payload, strlen(payload), true, out);
+}
+
+int tclient_send_message(tclient_t *c, uint64_t producer_id, uint64_t seq, const char *key,
+                         const char *payload, int32_t batch_n)
+{
     qbuf_t *b = NULL;
-    int rc = frame_encode_payload(&cmd, &md, (const uint8_t *)payload, strlen(payload), true, &b);
+    int rc = tclient_encode_message(producer_id, seq, key, payload, batch_n, &b);
     if (rc < 0)
         return rc;
     rc = tclient_send_raw(c, b->data, b->len);

@@ -50,6 +50,9 @@ int tclient_send(tclient_t *c, const Pulsar__Proto__BaseCommand *cmd);
 /* SEND of one message (or a batch of n when n > 1) with the given key. */
 int tclient_send_message(tclient_t *c, uint64_t producer_id, uint64_t seq, const char *key,
                          const char *payload, int32_t batch_n);
+/* The SEND frame tclient_send_message writes, for a writer of its own. */
+int tclient_encode_message(uint64_t producer_id, uint64_t seq, const char *key, const char *payload,
+                           int32_t batch_n, qbuf_t **out);
 /* Runs the loop until a frame of `type` arrives (returned, caller frees with
  * tframe_free) or timeout; NULL on timeout or when the broker closed. */
 tframe_t *tclient_wait(tclient_t *c, Pulsar__Proto__BaseCommand__Type type, double timeout_s);
