@@ -517,8 +517,8 @@ int frame_scan_metadata(const uint8_t *slice, size_t len, frame_meta_scan_t *out
         uint32_t field = f.number;
         uint64_t v = f.v;
         const uint8_t *bytes = f.bytes;
-        /* the fields read must have their own wire type (the rest was checked
-         * when the message was published: frame_decode unpacks it whole) */
+        /* the fields read must have their own wire type; the others are
+         * skipped unchecked (the entry goes out as it was sent either way) */
         bool want_len =
             field == MD_PRODUCER_NAME || field == MD_PARTITION_KEY || field == MD_ORDERING_KEY;
         bool want_varint = field == MD_SEQUENCE_ID || field == MD_PUBLISH_TIME ||

@@ -148,7 +148,8 @@ typedef struct frame_meta_scan {
 /* Fills *out from the slice's metadata: 0, or QE_CORRUPT where protobuf-c's
  * unpack would fail too (a cut field or varint, a required field missing, a
  * field read here with another wire type). Fields not read here are skipped
- * by their wire type without being checked. */
+ * by their wire type without being checked, so it may read metadata that
+ * protobuf-c refuses (a broken nested message), never the reverse. */
 int frame_scan_metadata(const uint8_t *slice, size_t len, frame_meta_scan_t *out);
 
 /* Checks the 0x0e01 block of a stored slice: 1 if present and matching, 0 if

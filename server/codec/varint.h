@@ -57,13 +57,16 @@ typedef struct pb_field {
 } pb_field_t;
 
 /* Reads the field at p[*o..len) into *f and moves *o past it (fixed-size
- * values are skipped, not read). False if it is cut short, its number is 0 or
- * beyond 32 bits, or its wire type is a group's (none in Pulsar's messages). */
+ * values are skipped, not read). False if it is cut short, its number is
+ * beyond 32 bits, or its wire type is a group's (none in Pulsar's messages).
+ * Number 0, which protobuf forbids, is read as any other field: protobuf-c's
+ * unpack skips it too when its key takes more than one byte, so whatever that
+ * unpack reads, this reads. */
 static inline bool pb_field_next(const uint8_t *p, size_t len, size_t *o, pb_field_t *f)
 {
     uint64_t key;
     size_t n = pb_varint_get(p + *o, len - *o, &key), h;
-    if (n == 0 || key >> 3 == 0 || key >> 3 > UINT32_MAX)
+    if (n == 0 || key >> 3 > UINT32_MAX)
         return false;
     *o += n;
     f->number = (uint32_t)(key >> 3);
