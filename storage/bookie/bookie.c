@@ -64,6 +64,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .journal_group_entries_max = 10000,
         .journal_file_size_bytes = 256ull << 20,
         .entry_log_size_bytes = 1ull << 30,
+        .entry_log_cache_keep_bytes = 256ull << 20,
         .write_cache_bytes = 16ull << 20, /* docs/bookie.md, "Cache sizes" */
         .read_cache_bytes = 16ull << 20,
         .read_bytes_inflight_max = 64ull << 20,
@@ -1535,8 +1536,8 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
                             &next_log);
     (void)next_log; /* also in bk->logs.next_id */
     if (rc == 0)
-        rc = elog_writer_init(&bk->writer, bk->ldir, bk->cfg.entry_log_size_bytes, &bk->lock,
-                              &bk->logs);
+        rc = elog_writer_init(&bk->writer, bk->ldir, bk->cfg.entry_log_size_bytes,
+                              bk->cfg.entry_log_cache_keep_bytes, &bk->lock, &bk->logs);
     if (rc == 0)
         rc = elog_direct_init(&bk->direct, bk->ldir, bk->cfg.entry_log_size_bytes,
                               bk->cfg.journal_large_entry_odirect, &bk->lock, &bk->logs);

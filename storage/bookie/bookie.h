@@ -52,6 +52,11 @@ typedef struct bookie_config {
     uint32_t journal_group_entries_max; /* ... or this many adds (10000) */
     uint64_t journal_file_size_bytes;   /* preallocated size of a journal file (256 MiB) */
     uint64_t entry_log_size_bytes;      /* an entry log rolls over at this size (1 GiB) */
+    /* The flush's copies in the current entry log stay in the page cache
+     * this far behind its end once on the device; the rest, and a retired
+     * log's all, are dropped (256 MiB; 0: nothing dropped; entry_log.c,
+     * elog_cache_drop_behind). */
+    uint64_t entry_log_cache_keep_bytes;
     /* Flush to entry logs when this full (16 MiB; dbStorage_writeCacheMaxSizeMb). Two
      * exist: one filling, one being flushed. Direct entries hold no payload here. */
     uint64_t write_cache_bytes;

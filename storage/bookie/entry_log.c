@@ -35,6 +35,11 @@
 /* A flush's bytes are sent to the device as they are written, this many at a
  * time (elog_writeback): see there. */
 #define ELOG_WRITEBACK_BYTES (256u << 10)
+/* ... and dropped from the page cache behind the kept tail this many at a time
+ * (elog_cache_drop_behind). */
+#define ELOG_CACHE_DROP_STEP_BYTES (4u << 20)
+
+static void elog_cache_drop_behind(elog_writer_t *w, bool whole);
 
 /* --------------------------------------------------------- ledger bytes -- */
 
@@ -928,12 +933,13 @@ size_t entry_log_locate_run(const entry_log_t *log, uint64_t pos, elog_locate_t 
 
 /* ---------------------------------------------------------------- writer -- */
 
-int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, pthread_mutex_t *lock,
-                     log_table_t *table)
+int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, uint64_t cache_keep,
+                     pthread_mutex_t *lock, log_table_t *table)
 {
     memset(w, 0, sizeof *w);
     w->dir = strdup(dir);
     w->max_size = max_size;
+    w->cache_keep = cache_keep;
     w->lock = lock;
     w->table = table;
     w->buf_cap = ELOG_STAGE_BYTES;
@@ -1120,11 +1126,13 @@ static int elog_roll(elog_writer_t *w)
     int rc = elog_create(w->dir, w->lock, w->table, false, NULL, &log, &zeroed);
     if (rc)
         return rc;
-    if (w->cur)
+    if (w->cur) {
         elog_retire(w); /* synced by the caller */
+        elog_cache_drop_behind(w, true);
+    }
     w->cur = log;
     w->wr_off = w->buf_off = 0;
-    w->wb_started = w->wb_done = 0;
+    w->wb_started = w->wb_done = w->wb_dropped = 0;
     w->buf_len = 0;
     return 0;
 }
@@ -1140,6 +1148,32 @@ static int elog_roll(elog_writer_t *w)
  * way while a flush writes, and the final fdatasync finds little left.
  * BookKeeper's flushEntrylogBytes does the same. Errors are left to that
  * fdatasync, which reports them. */
+/* Drops cur's pages that are on the device from the page cache, but the last
+ * cache_keep bytes of them (all with whole, at retirement: synced by then),
+ * ELOG_CACHE_DROP_STEP_BYTES or more at a time. Why: the copies would stay
+ * cached until memory runs short, and on a VM that hands the guest's free
+ * memory back to its host (Firecracker, free page reporting) every new page
+ * of a growing page cache costs a host fault: in the benchmark's (e) the
+ * flush's copies then took ~3 ms of CPU per MB against ~0.5, and a second
+ * run of (e) on the same server made 92,500-95,900 messages a second
+ * against 153,800-154,900 in its first (docs/performance.md, session 37).
+ * Dropped pages are reused by the next copies. Entries read again after
+ * they left the write cache are served by the broker's cache and the
+ * bookie's read cache first; the kept tail serves readers a little behind. */
+static void elog_cache_drop_behind(elog_writer_t *w, bool whole)
+{
+    if (!w->cache_keep || !w->cur)
+        return;
+    uint64_t to = whole                        ? w->cur->size
+                  : w->wb_done > w->cache_keep ? w->wb_done - w->cache_keep
+                                               : 0;
+    if (to < w->wb_dropped + (whole ? 1 : ELOG_CACHE_DROP_STEP_BYTES))
+        return;
+    (void)posix_fadvise(w->cur->fd, (off_t)w->wb_dropped, (off_t)(to - w->wb_dropped),
+                        POSIX_FADV_DONTNEED);
+    w->wb_dropped = to;
+}
+
 static void elog_writeback(elog_writer_t *w)
 {
     uint64_t end = w->buf_off;
@@ -1151,6 +1185,7 @@ static void elog_writeback(elog_writer_t *w)
                               SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
                                   SYNC_FILE_RANGE_WAIT_AFTER);
     w->wb_done = w->wb_started;
+    elog_cache_drop_behind(w, false);
     (void)sync_file_range(fd, (off_t)w->wb_started, (off_t)(end - w->wb_started),
                           SYNC_FILE_RANGE_WRITE);
     w->wb_started = end;
@@ -1285,6 +1320,8 @@ int elog_writer_abandon(elog_writer_t *w)
         w->wb_started = log->size;
     if (w->wb_done > log->size)
         w->wb_done = log->size;
+    if (w->wb_dropped > log->size)
+        w->wb_dropped = log->size;
     int rc = ftruncate(log->fd, (off_t)log->size) == 0 ? 0 : -errno;
     if (rc)
         log_error("bookie", "entry log %08" PRIx32 ": cannot cut back to %" PRIu64 " bytes: %s",

@@ -257,6 +257,8 @@ typedef struct elog_writer {
     size_t buf_len, buf_cap;
     uint64_t buf_off;
     uint64_t wb_started, wb_done; /* elog_writeback: device writes started, waited for */
+    uint64_t cache_keep;          /* cur's bytes kept in the page cache behind its end; 0: all */
+    uint64_t wb_dropped;          /* cur's pages dropped from the page cache below here */
     uint8_t *ibuf;                /* idx records not yet written */
     size_t ibuf_len, ibuf_cap;
     /* The runs appended to cur, in append order: its index summary, written
@@ -268,9 +270,11 @@ typedef struct elog_writer {
     int inject;   /* test fault injection: next sync fails with this */
 } elog_writer_t;
 
-/* New logs take their ids from table->next_id. */
-int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, pthread_mutex_t *lock,
-                     log_table_t *table);
+/* New logs take their ids from table->next_id. The pages of the current log
+ * written to the device are dropped from the page cache but its last
+ * cache_keep bytes (0: none dropped), a retired log's all. */
+int elog_writer_init(elog_writer_t *w, const char *dir, uint64_t max_size, uint64_t cache_keep,
+                     pthread_mutex_t *lock, log_table_t *table);
 void elog_writer_free(elog_writer_t *w);
 /* Appends one record (rolling to a new log first when the current one is
  * full). Not durable until elog_sync. *log_id and *offset receive its

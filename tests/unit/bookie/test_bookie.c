@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1384,6 +1385,96 @@ static void test_write_cache_overflow_flushes(void)
     free(dir);
 }
 
+/* Pages of path's [off, off + len) in the page cache (mincore), or -1. */
+static long bt_pages_cached(const char *path, uint64_t off, uint64_t len)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return -1;
+    long page = sysconf(_SC_PAGESIZE), n = -1;
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
+    unsigned char *vec = malloc((len + (uint64_t)page - 1) / (uint64_t)page);
+    if (m != MAP_FAILED && vec && mincore(m, len, vec) == 0) {
+        n = 0;
+        for (uint64_t i = 0; i < (len + (uint64_t)page - 1) / (uint64_t)page; i++)
+            n += vec[i] & 1;
+    }
+    free(vec);
+    if (m != MAP_FAILED)
+        munmap(m, len);
+    close(fd);
+    return n;
+}
+
+/* Whether dir's file system drops clean pages on POSIX_FADV_DONTNEED (not
+ * tmpfs, for one). */
+static bool bt_fs_drops_pages(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/drop-probe", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    char b[65536] = {1};
+    bool ok = fd >= 0 && pwrite(fd, b, sizeof b, 0) == (ssize_t)sizeof b && fdatasync(fd) == 0 &&
+              posix_fadvise(fd, 0, sizeof b, POSIX_FADV_DONTNEED) == 0;
+    if (fd >= 0)
+        close(fd);
+    ok = ok && bt_pages_cached(path, 0, sizeof b) == 0;
+    unlink(path);
+    return ok;
+}
+
+/* The flush's copies leave the page cache once on the device, but the last
+ * entry_log_cache_keep_bytes of the current log; a retired log's all of them.
+ * With 0, nothing is dropped. Every entry reads back either way. */
+static void test_flush_copies_leave_page_cache(void)
+{
+    for (int keep = 1; keep >= 0; keep--) {
+        char *dir = bt_dir("bk-pcache");
+        if (!bt_fs_drops_pages(dir)) {
+            fprintf(stderr, "(no page dropping on this file system: not checked) ");
+            test_rm_rf(dir);
+            free(dir);
+            return;
+        }
+        bookie_config_t cfg;
+        bt_config(&cfg, dir);
+        cfg.entry_log_size_bytes = 16u << 20;
+        cfg.write_cache_bytes = 1u << 20; /* a flush every MiB */
+        cfg.entry_log_cache_keep_bytes = keep ? 1u << 20 : 0;
+        bookie_t *bk = bt_open(&cfg);
+        window_t w = {.bk = bk, .nledgers = 4, .per_ledger = 750, .len = 8000}; /* 24 MB */
+        window_run(&w);
+        CU_ASSERT_EQUAL(w.acked, 3000);
+        bookie_close(bk); /* the last flush (no reads before: they would cache pages) */
+        char log1[4096], log2[4096];
+        snprintf(log1, sizeof log1, "%s/ledgers/00000001.log", dir);
+        snprintf(log2, sizeof log2, "%s/ledgers/00000002.log", dir);
+        struct stat st2;
+        TEST_REQUIRE(stat(log2, &st2) == 0 && st2.st_size > (6 << 20)); /* log 1 retired */
+        long first1 = bt_pages_cached(log1, 0, 4u << 20),
+             first2 = bt_pages_cached(log2, 0, 4u << 20);
+        long tail2 =
+            bt_pages_cached(log2, (uint64_t)(st2.st_size - (512 << 10)) & ~4095ull, 256 << 10);
+        long pages = (4 << 20) / sysconf(_SC_PAGESIZE);
+        if (keep) {
+            CU_ASSERT_EQUAL(first1, 0); /* retired: dropped whole */
+            CU_ASSERT_EQUAL(first2, 0); /* behind the kept MiB */
+            CU_ASSERT_TRUE(tail2 > 0);  /* kept */
+        } else {
+            CU_ASSERT_TRUE(first1 > pages / 2);
+            CU_ASSERT_TRUE(first2 > pages / 2);
+        }
+        bk = bt_open(&cfg); /* from the disk */
+        int bad = 0;
+        for (int i = 0; i < 3000; i += 7)
+            bad += bt_verify(bk, 1000 + i % 4, i / 4, 8000) != 0;
+        CU_ASSERT_EQUAL(bad, 0);
+        bookie_close(bk);
+        test_rm_rf(dir);
+        free(dir);
+    }
+}
+
 typedef struct burst {
     int acked, failed;
     volatile bool done;
@@ -2360,6 +2451,8 @@ static void register_suites(void)
     CU_add_test(s, "compaction keys", test_compaction_config);
     CU_add_test(s, "many ledgers interleaved", test_many_ledgers_interleaved);
     CU_add_test(s, "write cache overflow flushes", test_write_cache_overflow_flushes);
+    CU_add_test(s, "the flush's copies leave the page cache behind a kept tail",
+                test_flush_copies_leave_page_cache);
     CU_add_test(s, "adds wait for write cache room", test_adds_wait_for_room);
     CU_add_test(s, "group commit", test_group_commit);
     CU_add_test(s, "read bytes in flight bounded", test_read_bytes_bound);
