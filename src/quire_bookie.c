@@ -33,7 +33,6 @@ typedef struct qb_options {
     int port;
     bool journal_sync;
     uint32_t large_entry_bytes;                 /* journalLargeEntryThreshold */
-    uint32_t large_group_bytes;                 /* journalLargeEntryGroupThreshold */
     bool large_entry_odirect;                   /* journalLargeEntryDirectIo */
     bool journal_odirect;                       /* journalDirectIo */
     uint32_t journal_format;                    /* journalFormatVersionToWrite */
@@ -54,7 +53,6 @@ static void qb_usage(FILE *out)
         "usage: quire bookie --data-dir DIR [--bookiePort=N] [--bindAddress=ADDR]\n"
         "                    [--journalSyncData=true|false]\n"
         "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n"
-        "                    [--journalLargeEntryGroupThreshold=BYTES (0: every group)]\n"
         "                    [--journalLargeEntryDirectIo=true|false]\n"
         "                    [--journalDirectIo=true|false]\n"
         "                    [--journalFormatVersionToWrite=2|3 (3)]\n"
@@ -165,9 +163,6 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--journalLargeEntryThreshold", &v)) != 0) {
         if (m > 0 && qb_parse_u32(v, BOOKIE_LARGE_ENTRY_BYTES_MAX, &o->large_entry_bytes) < 0)
             m = -2;
-    } else if ((m = qb_match(argc, argv, i, "--journalLargeEntryGroupThreshold", &v)) != 0) {
-        if (m > 0 && qb_parse_u32(v, BOOKIE_LARGE_ENTRY_GROUP_BYTES_MAX, &o->large_group_bytes) < 0)
-            m = -2;
     } else if ((m = qb_match(argc, argv, i, "--journalLargeEntryDirectIo", &v)) != 0) {
         if (m > 0 && qb_parse_bool(v, &o->large_entry_odirect) < 0)
             m = -2;
@@ -239,7 +234,6 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     bookie_config_t defaults;
     bookie_config_defaults(&defaults);
     o->large_entry_bytes = defaults.journal_large_entry_bytes;
-    o->large_group_bytes = defaults.journal_large_entry_group_bytes;
     o->large_entry_odirect = defaults.journal_large_entry_odirect;
     o->journal_odirect = defaults.journal_odirect;
     o->journal_format = defaults.journal_format_version;
@@ -311,8 +305,7 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
     ev_signal_start(loop, &sigterm);
     ev_signal_start(loop, &sigint);
     printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
-           "journalLargeEntryThreshold=%u, journalLargeEntryGroupThreshold=%u, "
-           "journalLargeEntryDirectIo=%s, journalDirectIo=%s, "
+           "journalLargeEntryThreshold=%u, journalLargeEntryDirectIo=%s, journalDirectIo=%s, "
            "journalFormatVersionToWrite=%u, readYieldToJournalUs=%u, spareFileZeroRateMB=%u, "
            "compactionRateByBytes=%u, "
            "minorCompactionThreshold=%g, minorCompactionInterval=%" PRId64
@@ -321,7 +314,7 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
            ", diskUsageThreshold=%g, diskUsageLwmThreshold=%g, diskUsageWarnThreshold=%g"
            ", diskCheckInterval=%" PRId64 ")\n",
            o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
-           o->large_entry_bytes, o->large_group_bytes, o->large_entry_odirect ? "true" : "false",
+           o->large_entry_bytes, o->large_entry_odirect ? "true" : "false",
            o->journal_odirect ? "true" : "false", o->journal_format, o->read_yield_us,
            o->spare_zero_mb, o->compact_rate, o->minor_threshold, o->minor_interval_s,
            o->major_threshold, o->major_interval_s, o->write_cache_mb, o->read_cache_mb,
@@ -353,7 +346,6 @@ int quire_bookie_main(int argc, char **argv)
     cfg.data_dir = o.data_dir;
     cfg.journal_sync = o.journal_sync;
     cfg.journal_large_entry_bytes = o.large_entry_bytes;
-    cfg.journal_large_entry_group_bytes = o.large_group_bytes;
     cfg.journal_large_entry_odirect = o.large_entry_odirect;
     cfg.journal_odirect = o.journal_odirect;
     cfg.journal_format_version = o.journal_format;

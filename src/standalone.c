@@ -271,14 +271,6 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.journal_large_entry_bytes = (uint32_t)large;
-    if (qconfig_get_int(sa->conf, "journalLargeEntryGroupThreshold",
-                        bc.journal_large_entry_group_bytes, 0, BOOKIE_LARGE_ENTRY_GROUP_BYTES_MAX,
-                        &large) < 0) {
-        log_error("standalone", "journalLargeEntryGroupThreshold: expected 0..%u bytes",
-                  BOOKIE_LARGE_ENTRY_GROUP_BYTES_MAX);
-        return QE_INVALID;
-    }
-    bc.journal_large_entry_group_bytes = (uint32_t)large;
     bool odirect = bc.journal_large_entry_odirect;
     if (qconfig_get_bool(sa->conf, "journalLargeEntryDirectIo", odirect, &odirect) < 0) {
         log_error("standalone", "journalLargeEntryDirectIo: expected true or false");

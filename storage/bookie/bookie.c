@@ -77,7 +77,6 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .major_compaction_interval_ms = 86400ull * 1000,
         .gc_compact_bytes_per_s = 32u << 20,
         .journal_large_entry_bytes = 16u << 10,
-        .journal_large_entry_group_bytes = 128u << 10,
         .journal_large_entry_odirect = true,
         .journal_odirect = true,
         .journal_format_version = JOURNAL_FORMAT_VERSION,
@@ -1390,11 +1389,6 @@ void bookie_test_fail_journal(bookie_t *bk, int err)
     journal_inject_error(bk->journal, err);
 }
 
-void bookie_test_hold_journal(bookie_t *bk, bool hold)
-{
-    journal_test_hold(bk->journal, hold);
-}
-
 void bookie_test_fail_journal_roll(bookie_t *bk, int err)
 {
     journal_inject_roll_error(bk->journal, err);
@@ -1747,8 +1741,7 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
                            NULL,
                            cfg->journal_format_version,
                            bk->lat_sync,
-                           bk->lat_direct,
-                           cfg->journal_large_entry_group_bytes};
+                           bk->lat_direct};
     if (rc == 0) {
         spares_remove_left(bk->jdir);
         spares_remove_left(bk->ldir);

@@ -38,7 +38,6 @@
 typedef struct bookie bookie_t;
 
 #define BOOKIE_LARGE_ENTRY_BYTES_MAX (32u << 20) /* journal_large_entry_bytes at most */
-#define BOOKIE_LARGE_ENTRY_GROUP_BYTES_MAX (64u << 20) /* journal_large_entry_group_bytes */
 #define BOOKIE_READ_YIELD_US_MAX 1000000u        /* read_yield_us at most */
 #define BOOKIE_SPARE_ZERO_RATE_MB_MAX 65536u     /* spare_zero_rate_bytes at most, in MiB/s */
 #define BOOKIE_JOURNAL_FORMAT_MIN 2u             /* journal_format_version: 2 .. */
@@ -94,14 +93,6 @@ typedef struct bookie_config {
      * again by the flush (journalLargeEntryThreshold; 16 KiB; 0: every entry
      * is journaled whole and copied to an entry log later). */
     uint32_t journal_large_entry_bytes;
-    /* ... but only in a journal group whose large adds carry at least this
-     * many bytes (journalLargeEntryGroupThreshold; 128 KiB; 0: in every
-     * group). In a smaller group they are journaled whole: one fdatasync
-     * for the group instead of the journal's and the direct log's side by
-     * side (the slower of two syncs is the add's latency), and the flush
-     * copies them to an entry log later, which costs little at the rates
-     * where groups are that small (docs/bookie.md, "Large entries"). */
-    uint32_t journal_large_entry_group_bytes;
     /* Direct logs are written with O_DIRECT from an aligned stage, and
      * records of ELOG_DIO_READ_MIN bytes or more read with O_DIRECT, where the
      * file system allows it (journalLargeEntryDirectIo; true): no copy into

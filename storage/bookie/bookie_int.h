@@ -240,9 +240,6 @@ void bookie_test_abandon(bookie_t *bk);
 /* While held, reads given to the reader threads wait before touching their
  * log (each for at most 10 s): a read in flight across what a test does. */
 void bookie_test_hold_reads(bookie_t *bk, bool hold);
-/* While held, the journal thread takes no group: adds queue up, and are taken
- * as one group when released (journal_test_hold). */
-void bookie_test_hold_journal(bookie_t *bk, bool hold);
 /* Every flush from now on paced to bytes_per_s (0: as computed). Loop thread. */
 void bookie_test_flush_pace(bookie_t *bk, uint64_t bytes_per_s);
 /* How long GC waits for the reads holding a log it removes (ms; 0: the

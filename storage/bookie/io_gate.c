@@ -23,7 +23,6 @@ int io_gate_init(io_gate_t *g, uint32_t wait_us_max)
     atomic_init(&g->wait_us, 0);
     atomic_init(&g->marked, 0);
     atomic_init(&g->marked_us, 0);
-    atomic_init(&g->read_us, 0);
     g->wait_us_max = wait_us_max;
     pthread_condattr_t ca;
     int rc = pthread_condattr_init(&ca);
@@ -120,7 +119,6 @@ void io_gate_read_begin(io_gate_t *g)
 
 void io_gate_read_end(io_gate_t *g)
 {
-    atomic_store_explicit(&g->read_us, clock_mono_us(), memory_order_relaxed);
     atomic_fetch_sub(&g->reads, 1);
     wake(g, false);
 }
@@ -134,14 +132,6 @@ void io_gate_stats(io_gate_t *g, uint64_t *waits, uint64_t *wait_us)
 uint64_t io_gate_marked(io_gate_t *g)
 {
     return atomic_load(&g->marked);
-}
-
-bool io_gate_reads_recent(io_gate_t *g, uint64_t us)
-{
-    if (atomic_load(&g->reads) > 0)
-        return true;
-    uint64_t t = atomic_load_explicit(&g->read_us, memory_order_relaxed);
-    return t != 0 && clock_mono_us() - t < us;
 }
 
 bool io_gate_writes_recent(io_gate_t *g, uint64_t us)

@@ -52,7 +52,6 @@ typedef struct io_gate {
     atomic_uint_fast64_t waits, wait_us; /* reads that waited; their time */
     atomic_uint_fast64_t marked;         /* groups marked in flight */
     atomic_uint_fast64_t marked_us;      /* clock_mono_us() of the last one marked */
-    atomic_uint_fast64_t read_us;        /* clock_mono_us() at the last large read's end */
 } io_gate_t;
 
 int io_gate_init(io_gate_t *g, uint32_t wait_us_max);
@@ -75,9 +74,5 @@ uint64_t io_gate_marked(io_gate_t *g);
  * and large reads are kept small (the bookie's read runs, docs/bookie.md
  * "Reads"). */
 bool io_gate_writes_recent(io_gate_t *g, uint64_t us);
-/* Whether a large read is in flight or ended within the last us microseconds
- * (whatever wait_us_max): the disk is serving reads, so the journal writes
- * large entries once (journal.c, group_goes_direct). */
-bool io_gate_reads_recent(io_gate_t *g, uint64_t us);
 
 #endif

@@ -64,9 +64,6 @@
  * and a pad of at most one block each). */
 #define JOURNAL_DIO_ALIGN_MAX 4096u
 #define GROUP_DIRECT_MAX (GROUP_IOV_MAX / 2)
-/* Large entries go to the direct log in every group while the disk served a
- * large read within this long (io_gate_reads_recent). */
-#define JOURNAL_DIRECT_READS_QUIET_US 1000000u
 
 struct journal {
     journal_config_t cfg;
@@ -111,8 +108,6 @@ struct journal {
     int diovcnt;
     uint32_t dcount;
     uint64_t dstart, dbytes; /* direct log offset of the group's first direct record; bytes */
-    bool gdirect;            /* the group's large adds go to the direct log */
-    uint64_t large_submitted; /* bytes of large adds ever submitted (under lock) */
 
     /* the direct records' write and fdatasync beside the journal's (dsync_main) */
     pthread_t dsync_thread;
@@ -122,7 +117,6 @@ struct journal {
     pthread_cond_t dcv;
 
     atomic_int inject;
-    bool hold;              /* tests: the journal thread takes no group (under lock) */
     atomic_int inject_roll; /* tests: the next file's creation fails with it */
     bool roll_failing;      /* a next file could not be made for lack of space */
     bool direct_failing;    /* large entries journaled whole: no room in a direct log */
@@ -224,13 +218,8 @@ journal_req_t *journal_next_slot(journal_t *j)
 void journal_submit(journal_t *j)
 {
     assert(j->tail - j->head < j->cfg.ring_slots);
-    journal_req_t *r = &j->ring[j->tail % j->cfg.ring_slots];
-    r->submit_us = clock_mono_us();
+    j->ring[j->tail % j->cfg.ring_slots].submit_us = clock_mono_us();
     pthread_mutex_lock(&j->lock);
-    r->large_before = j->large_submitted;
-    if (r->type == JREC_ADD && r->data && j->cfg.large_entry_bytes &&
-        r->data->len >= j->cfg.large_entry_bytes)
-        j->large_submitted += r->data->len;
     j->tail++;
     pthread_cond_signal(&j->cond);
     pthread_mutex_unlock(&j->lock);
@@ -275,14 +264,6 @@ void journal_inject_roll_error(journal_t *j, int err)
 void journal_inject_error(journal_t *j, int err)
 {
     atomic_store(&j->inject, err);
-}
-
-void journal_test_hold(journal_t *j, bool hold)
-{
-    pthread_mutex_lock(&j->lock);
-    j->hold = hold;
-    pthread_cond_signal(&j->cond);
-    pthread_mutex_unlock(&j->lock);
 }
 
 /* ------------------------------------------------- group (journal thread) -- */
@@ -411,7 +392,8 @@ static int gbuf_grow(journal_t *j, size_t more)
 static uint64_t record_journal_bytes(const journal_t *j, const journal_req_t *r)
 {
     uint32_t len = r->data ? r->data->len : 0;
-    if (r->type == JREC_ADD && j->gdirect && len >= j->cfg.large_entry_bytes)
+    if (r->type == JREC_ADD && j->cfg.direct && j->cfg.large_entry_bytes &&
+        len >= j->cfg.large_entry_bytes)
         return JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES;
     return JOURNAL_HEADER_BYTES + (uint64_t)len;
 }
@@ -439,7 +421,8 @@ static bool group_add(journal_t *j, journal_req_t *r)
     size_t ref = JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES;
     if (j->gbuf_len + ref + JOURNAL_DIO_ALIGN_MAX > j->gbuf_cap && gbuf_grow(j, ref) != 0)
         return false;
-    if (r->type == JREC_ADD && j->gdirect && r->data->len >= j->cfg.large_entry_bytes) {
+    if (r->type == JREC_ADD && j->cfg.direct && j->cfg.large_entry_bytes &&
+        r->data->len >= j->cfg.large_entry_bytes) {
         int added = group_add_direct(j, r);
         if (added >= 0)
             return added == 1;
@@ -679,26 +662,12 @@ static int journal_roll(journal_t *j)
     return rc;
 }
 
-/* Whether the next group's large adds go to the direct log: always; or with
- * direct_group_min_bytes set, when the large adds queued (large_queued bytes
- * of them) carry at least that many bytes, or the disk is serving large
- * reads (a second write of the same bytes, the flush's, would be in their
- * way). */
-static bool group_goes_direct(const journal_t *j, uint64_t large_queued)
-{
-    if (!j->cfg.direct || !j->cfg.large_entry_bytes)
-        return false;
-    return !j->cfg.direct_group_min_bytes || large_queued >= j->cfg.direct_group_min_bytes ||
-           (j->cfg.gate && io_gate_reads_recent(j->cfg.gate, JOURNAL_DIRECT_READS_QUIET_US));
-}
-
 /* Takes what is queued (looking again while the group has room and time),
  * writes it, posts one completion. */
-static void journal_run_group(journal_t *j, uint64_t avail, uint64_t large_queued)
+static void journal_run_group(journal_t *j, uint64_t avail)
 {
     uint64_t begin = j->taken, t0 = clock_mono_us();
     int rc = j->failed;
-    j->gdirect = group_goes_direct(j, large_queued);
     if (rc == 0 &&
         journal_needs_roll(j, record_journal_bytes(j, &j->ring[j->taken % j->cfg.ring_slots]))) {
         rc = journal_roll(j);
@@ -730,16 +699,13 @@ static void *journal_main(void *p)
     journal_t *j = p;
     for (;;) {
         pthread_mutex_lock(&j->lock);
-        while ((j->taken == j->tail || j->hold) && !j->stopping)
+        while (j->taken == j->tail && !j->stopping)
             pthread_cond_wait(&j->cond, &j->lock);
         uint64_t avail = j->tail;
-        uint64_t large_queued = 0;
-        if (j->taken < avail)
-            large_queued = j->large_submitted - j->ring[j->taken % j->cfg.ring_slots].large_before;
         pthread_mutex_unlock(&j->lock);
         if (j->taken == avail)
             return NULL; /* stopping and drained */
-        journal_run_group(j, avail, large_queued);
+        journal_run_group(j, avail);
     }
 }
 

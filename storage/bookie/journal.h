@@ -137,7 +137,6 @@ typedef struct journal_req {
     qbuf_t *data;     /* ADD: one reference, owned by the slot until completion */
     uint32_t log_id;  /* set by the journal thread when the entry went to a direct log (else 0) */
     uint64_t log_off; /* ... and the offset of its record there */
-    uint64_t large_before; /* journal: bytes of large adds submitted before this one */
     union {
         bookie_add_cb add;
         bookie_lac_cb lac;
@@ -163,7 +162,6 @@ typedef struct journal_config {
     uint32_t format;            /* the format written: 2, or 3 (JOURNAL_FORMAT_VERSION) */
     latq_t *sync_latency;       /* each fdatasync of the journal recorded here, or NULL */
     latq_t *direct_latency;     /* each group's direct records' write and sync, or NULL */
-    uint32_t direct_group_min_bytes; /* fewer bytes of large adds in a group: journaled whole */
 } journal_config_t;
 
 /* Called on the loop for each group: slots [begin, end) were written (rc == 0)
@@ -202,9 +200,6 @@ void journal_inject_error(journal_t *j, int err);
 /* ... the next journal file's creation fails with err (-ENOSPC: the group's
  * adds fail with QE_READ_ONLY, the journal goes on). */
 void journal_inject_roll_error(journal_t *j, int err);
-/* Tests: while held the journal thread takes no group (adds queue up; a group
- * in progress completes); released, it takes what queued as one group (within a group's bounds). */
-void journal_test_hold(journal_t *j, bool hold);
 
 /* A record met by replay: payload points into the mapped file (borrowed for
  * the duration of the call). */

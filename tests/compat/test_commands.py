@@ -25,7 +25,6 @@ def test_bookie_storage_options():
     with tempfile.TemporaryDirectory(prefix="quire-bookie-cli-") as d:
         p = subprocess.Popen([QUIRE_BIN, "bookie", "--data-dir", d, "--bookiePort=0",
                               "--bindAddress=127.0.0.1", "--journalLargeEntryThreshold=65536",
-                              "--journalLargeEntryGroupThreshold=0",
                               "--journalLargeEntryDirectIo=false",
                               "--journalDirectIo=false",
                               "--journalFormatVersionToWrite=2",
@@ -49,7 +48,6 @@ def test_bookie_storage_options():
                     break
             assert "quire bookie: listening on 127.0.0.1:" in line, line
             assert "journalLargeEntryThreshold=65536" in line, line
-            assert "journalLargeEntryGroupThreshold=0" in line, line
             assert "journalLargeEntryDirectIo=false" in line, line
             assert "journalDirectIo=false" in line, line
             assert "journalFormatVersionToWrite=2" in line, line
@@ -73,9 +71,6 @@ def test_bookie_storage_options():
     ("journalLargeEntryThreshold", "99999999999"),
     ("journalLargeEntryThreshold", "abc"),
     ("journalLargeEntryThreshold", ""),
-    ("journalLargeEntryGroupThreshold", "-1"),
-    ("journalLargeEntryGroupThreshold", "67108865"),
-    ("journalLargeEntryGroupThreshold", "big"),
     ("journalLargeEntryDirectIo", "maybe"),
     ("journalDirectIo", "perhaps"),
     ("journalFormatVersionToWrite", "1"),
@@ -127,9 +122,6 @@ def test_bookie_bad_value_refused(key, value):
     ("statsUpdateFrequencyInSecs", "0"),
     ("statsUpdateFrequencyInSecs", "3601"),
     ("statsUpdateFrequencyInSecs", "often"),
-    ("journalLargeEntryGroupThreshold", "-1"),
-    ("journalLargeEntryGroupThreshold", "67108865"),
-    ("journalLargeEntryGroupThreshold", "some"),
     ("journalLargeEntryDirectIo", "sometimes"),
     ("journalDirectIo", "often"),
     ("journalFormatVersionToWrite", "1"),

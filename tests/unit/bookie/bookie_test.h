@@ -34,14 +34,6 @@ typedef struct bt_res {
     qbuf_t *buf;   /* a read's entry (a reference: the test unrefs) */
 } bt_res_t;
 void bt_read_cb(int rc, int64_t l, int64_t e, qbuf_t *entry, int64_t lac, void *arg);
-/* Adds in flight at once: burst_cb counts each completion, done once want
- * completed. */
-typedef struct burst {
-    int acked, failed;
-    volatile bool done;
-    int want;
-} burst_t;
-void burst_cb(int rc, int64_t l, int64_t e, void *arg);
 void bt_done_cb(int rc, void *arg);
 
 /* Synchronous wrappers: each returns the rc given to the callback (or the

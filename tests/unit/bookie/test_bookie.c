@@ -94,9 +94,6 @@ void bt_config(bookie_config_t *cfg, const char *dir)
     cfg->flush_interval_ms = 3600 * 1000; /* flushes only when a test asks */
     cfg->gc_interval_ms = 3600 * 1000;
     cfg->pending_adds_max = 10000;
-    /* large entries (where a test sets journal_large_entry_bytes) go to the
-     * direct log in every group, however small */
-    cfg->journal_large_entry_group_bytes = 0;
     cfg->disk_check_interval_ms = 0; /* whatever this machine's disk: tests apply usages */
     cfg->spare_zero_rate_bytes = 0;  /* tests that count files: no early rolls to spares */
 }
@@ -1478,7 +1475,13 @@ static void test_flush_copies_leave_page_cache(void)
     }
 }
 
-void burst_cb(int rc, int64_t l, int64_t e, void *arg)
+typedef struct burst {
+    int acked, failed;
+    volatile bool done;
+    int want;
+} burst_t;
+
+static void burst_cb(int rc, int64_t l, int64_t e, void *arg)
 {
     (void)l;
     (void)e;

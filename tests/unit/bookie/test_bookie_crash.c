@@ -58,9 +58,6 @@ static void crash_config(bookie_config_t *cfg, const char *dir)
     cfg->write_cache_bytes = 256u << 10; /* flush + checkpoint often */
     cfg->flush_interval_ms = 25;
     cfg->journal_large_entry_bytes = CRASH_LARGE_MIN;
-    /* a group's large entries (~8 of 22 KB on average in a window of 32) go
-     * either way: to the direct log, or journaled whole in a small group */
-    cfg->journal_large_entry_group_bytes = 64u << 10;
     cfg->spare_zero_rate_bytes = 256u << 20; /* kills while spares are zeroed and taken */
     cfg->spare_idle_ms = 10;
 }

@@ -256,98 +256,6 @@ static void test_direct_corrupt_payload(void)
     free(dir);
 }
 
-/* Adds entries [first, first + n) of ledger l (lens[i] bytes each) queued as
- * one journal group: the journal thread is held while they are submitted. */
-static void dt_add_group(bookie_t *bk, int64_t l, int64_t first, int n, const uint32_t *lens)
-{
-    burst_t bu = {.want = n};
-    bookie_test_hold_journal(bk, true);
-    for (int i = 0; i < n; i++) {
-        qbuf_t *b = bt_entry(l, first + i, lens[i]);
-        TEST_REQUIRE(bookie_add(bk, l, first + i, first + i - 1, b, burst_cb, &bu) == 0);
-        qbuf_unref(b);
-    }
-    bookie_test_hold_journal(bk, false);
-    TEST_REQUIRE(test_run_until(bt_loop, &bu.done, 10));
-    CU_ASSERT_EQUAL(bu.failed, 0);
-}
-
-/* journalLargeEntryGroupThreshold: a group's large entries go to the direct
- * log only when they carry that many bytes; in a smaller group they are
- * journaled whole (payload in the write cache, copied by the flush), unless
- * the disk served a large read within the last second. Both
- * kinds read back from the write cache, after a crash (journal replay), and
- * from entry logs after a clean close. */
-static void test_direct_group_threshold(void)
-{
-    char *dir = bt_dir("bk-dgroup");
-    bookie_config_t cfg;
-    dt_config(&cfg, dir);
-    cfg.journal_large_entry_group_bytes = 5 * DT_LARGE;
-    bookie_t *bk = bt_open(&cfg);
-    uint32_t lens[8];
-    for (int i = 0; i < 8; i++)
-        lens[i] = DT_LARGE;
-
-    for (int e = 0; e < 4; e++) /* one at a time: 20 KB groups */
-        CU_ASSERT_EQUAL(bt_add(bk, 7, e, e - 1, DT_LARGE), 0);
-    dt_add_group(bk, 7, 4, 4, lens); /* 80 KB of large entries: still below */
-    bookie_stats_t st;
-    bookie_get_stats(bk, &st);
-    CU_ASSERT_EQUAL(st.direct_bytes, 0);
-    CU_ASSERT_EQUAL(st.entry_logs, 0);
-    CU_ASSERT_TRUE(bk->active->bytes >= 8u * DT_LARGE); /* the payloads */
-
-    /* 100 KB of large entries and two small ones: the large ones go direct */
-    uint32_t mixed[7] = {DT_LARGE, 100, DT_LARGE, DT_LARGE, 3000, DT_LARGE, DT_LARGE};
-    dt_add_group(bk, 7, 8, 7, mixed);
-    bookie_get_stats(bk, &st);
-    CU_ASSERT_EQUAL(st.direct_bytes, 5u * DT_REC);
-    CU_ASSERT_EQUAL(st.entry_logs, 1); /* the direct log */
-    dt_add_group(bk, 7, 15, 8, lens);  /* 160 KB */
-    bookie_get_stats(bk, &st);
-    CU_ASSERT_EQUAL(st.direct_bytes, 13u * DT_REC);
-    CU_ASSERT_EQUAL(bt_add(bk, 7, 23, 22, DT_LARGE), 0); /* alone again: journaled whole */
-    bookie_get_stats(bk, &st);
-    CU_ASSERT_EQUAL(st.direct_bytes, 13u * DT_REC);
-    /* a large read from the disk (entry 8 from its direct log, O_DIRECT where
-     * the file system takes it): for a second, even a group of one goes direct */
-    CU_ASSERT_EQUAL(bt_verify(bk, 7, 8, DT_LARGE), 0);
-    CU_ASSERT_EQUAL(bt_add(bk, 7, 24, 23, DT_LARGE), 0);
-    bookie_get_stats(bk, &st);
-    CU_ASSERT_EQUAL(st.direct_bytes, (bt_fs_takes_odirect(dir) ? 14u : 13u) * DT_REC);
-
-    uint32_t len_of[25];
-    for (int e = 0; e < 25; e++)
-        len_of[e] = e >= 8 && e < 15 ? mixed[e - 8] : DT_LARGE;
-    int bad = 0;
-    for (int e = 0; e < 25; e++)
-        bad += bt_verify(bk, 7, e, len_of[e]) != 0;
-    CU_ASSERT_EQUAL(bad, 0);
-    bookie_test_abandon(bk); /* crash: the journal replays both kinds */
-
-    bk = bt_open(&cfg);
-    for (int e = 0; e < 25; e++)
-        bad += bt_verify(bk, 7, e, len_of[e]) != 0;
-    CU_ASSERT_EQUAL(bad, 0);
-    int64_t last = -2;
-    CU_ASSERT_EQUAL(bt_last_entry(bk, 7, &last), 0);
-    CU_ASSERT_EQUAL(last, 24);
-    bookie_close(bk);
-    bk = bt_open(&cfg); /* from the entry logs' .idx files (the journal trimmed) */
-    for (int e = 0; e < 25; e++)
-        bad += bt_verify(bk, 7, e, len_of[e]) != 0;
-    CU_ASSERT_EQUAL(bad, 0);
-    bookie_get_stats(bk, &st);
-    uint64_t whole = 0;
-    for (int e = 0; e < 25; e++)
-        whole += ELOG_HEADER_BYTES + len_of[e];
-    CU_ASSERT_EQUAL(st.entry_log_bytes, whole); /* each entry written to a log once */
-    bookie_close(bk);
-    test_rm_rf(dir);
-    free(dir);
-}
-
 /* A large entry, durable in its direct log when acknowledged, keeps no payload
  * in the write cache: 2.4 MB of them fit a 256 KiB cache with no flush and no
  * add waiting, and reads of them (not indexed yet) come from the direct log. */
@@ -1738,8 +1646,6 @@ void bookie_direct_register(void)
     CU_add_test(s, "missing direct record at the tail: truncated", test_direct_torn_missing_record);
     CU_add_test(s, "zeroed direct record at the tail: truncated", test_direct_torn_zeros);
     CU_add_test(s, "corrupt direct record: never served", test_direct_corrupt_payload);
-    CU_add_test(s, "large entries go to the direct log only in groups that carry enough of them",
-                test_direct_group_threshold);
     CU_add_test(s, "large entries keep no payload in the write cache",
                 test_direct_no_payload_in_write_cache);
     CU_add_test(s, "large reads of next entries share one disk read; a bad record fails alone",

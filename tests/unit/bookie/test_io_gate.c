@@ -64,27 +64,6 @@ static void test_gate_off(void)
     io_gate_destroy(&g);
 }
 
-/* Reads are recent while one is in flight and for us after the last ends,
- * whatever wait_us_max (the journal's large entries go direct meanwhile). */
-static void test_gate_reads_recent(void)
-{
-    io_gate_t g;
-    TEST_REQUIRE(io_gate_init(&g, 0) == 0);
-    CU_ASSERT_FALSE(io_gate_reads_recent(&g, 60u * 1000 * 1000)); /* none yet */
-    io_gate_read_begin(&g);
-    io_gate_read_begin(&g);
-    CU_ASSERT_TRUE(io_gate_reads_recent(&g, 0)); /* in flight */
-    io_gate_read_end(&g);
-    usleep(3000);
-    CU_ASSERT_TRUE(io_gate_reads_recent(&g, 1000)); /* one still in flight */
-    io_gate_read_end(&g);
-    CU_ASSERT_TRUE(io_gate_reads_recent(&g, 60u * 1000 * 1000));
-    usleep(3000);
-    CU_ASSERT_FALSE(io_gate_reads_recent(&g, 1000)); /* the last ended 3 ms ago */
-    CU_ASSERT_TRUE(io_gate_reads_recent(&g, 60u * 1000 * 1000));
-    io_gate_destroy(&g);
-}
-
 static void test_gate_no_write(void)
 {
     io_gate_t g;
@@ -247,8 +226,6 @@ void bookie_io_gate_register(void)
     CU_pSuite s = CU_add_suite("bookie_io_gate", NULL, NULL);
     CU_add_test(s, "readYieldToJournalUs=0: reads never wait", test_gate_off);
     CU_add_test(s, "no write in flight: reads never wait", test_gate_no_write);
-    CU_add_test(s, "large reads are recent while in flight and for a while after",
-                test_gate_reads_recent);
     CU_add_test(s, "during a write, reads beyond IO_GATE_READS_DURING_WRITE wait for it",
                 test_gate_waits_for_write);
     CU_add_test(s, "during a write, a waiting read starts when a read in flight ends",
