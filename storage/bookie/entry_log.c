@@ -1148,32 +1148,6 @@ static int elog_roll(elog_writer_t *w)
  * way while a flush writes, and the final fdatasync finds little left.
  * BookKeeper's flushEntrylogBytes does the same. Errors are left to that
  * fdatasync, which reports them. */
-/* Drops cur's pages that are on the device from the page cache, but the last
- * cache_keep bytes of them (all with whole, at retirement: synced by then),
- * ELOG_CACHE_DROP_STEP_BYTES or more at a time. Why: the copies would stay
- * cached until memory runs short, and on a VM that hands the guest's free
- * memory back to its host (Firecracker, free page reporting) every new page
- * of a growing page cache costs a host fault: in the benchmark's (e) the
- * flush's copies then took ~3 ms of CPU per MB against ~0.5, and a second
- * run of (e) on the same server made 92,500-95,900 messages a second
- * against 153,800-154,900 in its first (docs/performance.md, session 37).
- * Dropped pages are reused by the next copies. Entries read again after
- * they left the write cache are served by the broker's cache and the
- * bookie's read cache first; the kept tail serves readers a little behind. */
-static void elog_cache_drop_behind(elog_writer_t *w, bool whole)
-{
-    if (!w->cache_keep || !w->cur)
-        return;
-    uint64_t to = whole                        ? w->cur->size
-                  : w->wb_done > w->cache_keep ? w->wb_done - w->cache_keep
-                                               : 0;
-    if (to < w->wb_dropped + (whole ? 1 : ELOG_CACHE_DROP_STEP_BYTES))
-        return;
-    (void)posix_fadvise(w->cur->fd, (off_t)w->wb_dropped, (off_t)(to - w->wb_dropped),
-                        POSIX_FADV_DONTNEED);
-    w->wb_dropped = to;
-}
-
 static void elog_writeback(elog_writer_t *w)
 {
     uint64_t end = w->buf_off;
@@ -1189,6 +1163,33 @@ static void elog_writeback(elog_writer_t *w)
     (void)sync_file_range(fd, (off_t)w->wb_started, (off_t)(end - w->wb_started),
                           SYNC_FILE_RANGE_WRITE);
     w->wb_started = end;
+}
+
+/* Drops cur's pages that are on the device from the page cache, but the last
+ * cache_keep bytes of them (all with whole, at retirement: synced by then),
+ * ELOG_CACHE_DROP_STEP_BYTES or more at a time. Why: the copies would stay
+ * cached until memory runs short, and on a VM that hands the guest's free
+ * memory back to its host (Firecracker, free page reporting) every new page
+ * of a growing page cache costs a host fault: in the benchmark's (e) run a
+ * second time on one server, the kernel's copy of the flush's writes took
+ * about 5 ms of CPU per MB against 0.15 in the first run, which made
+ * 92,500-95,900 messages a second against 153,800-154,900
+ * (docs/performance.md, session 37).
+ * Dropped pages are reused by the next copies. Entries read again after
+ * they left the write cache are served by the broker's cache and the
+ * bookie's read cache first; the kept tail serves readers a little behind. */
+static void elog_cache_drop_behind(elog_writer_t *w, bool whole)
+{
+    if (!w->cache_keep || !w->cur)
+        return;
+    uint64_t to = whole                        ? w->cur->size
+                  : w->wb_done > w->cache_keep ? w->wb_done - w->cache_keep
+                                               : 0;
+    if (to < w->wb_dropped + (whole ? 1 : ELOG_CACHE_DROP_STEP_BYTES))
+        return;
+    (void)posix_fadvise(w->cur->fd, (off_t)w->wb_dropped, (off_t)(to - w->wb_dropped),
+                        POSIX_FADV_DONTNEED);
+    w->wb_dropped = to;
 }
 
 static int elog_stage_flush(elog_writer_t *w)
