@@ -1,0 +1,1 @@
+/work/main/build-bench/tools/quire-perf produce --service-url pulsar://127.0.0.1:38497 --json /tmp/s38/ab1-new-2/raw/004-f-fill-quire.json --report-interval-s 5 --op-timeout-s 60 --topics f-q0 --size 1024 --rate 0 --max-pending 10000 --messages 1953125 --warmup-seconds 0

@@ -1,0 +1,1 @@
+/tmp/gt/build-bench/tools/quire-perf consume --service-url pulsar://127.0.0.1:49203 --json /tmp/s38/ab2-gt-1/raw/006-f-sub-quire.json --report-interval-s 5 --op-timeout-s 60 --topics f-qfs0 --subscription catchup --seconds 1 --warmup-seconds 0 --subscription-position Earliest

@@ -1,0 +1,1 @@
+/tmp/gt/build-bench/tools/quire-perf consume --service-url pulsar://127.0.0.1:41497 --json /tmp/s38/ab2-gt-1/raw/013-f-catchup-pulsar-fsync.json --report-interval-s 5 --op-timeout-s 60 --topics f-pfs0 --subscription catchup --messages 1953125 --warmup-seconds 0 --receiver-queue-size 10000 --subscription-position Earliest
