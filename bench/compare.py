@@ -448,13 +448,14 @@ def page_cache():
                 # fields from 4.18 on: discards completed at [14]; flushes at [18] (5.5)
                 out["writes"], out["write_ms"], out["discards"] = int(f[7]), int(f[10]), int(f[14])
                 out["flushes"] = int(f[18]) if len(f) > 18 else 0
+                out["reads"], out["read_sectors"] = int(f[3]), int(f[5])
         for line in open("/proc/vmstat"):
             k, v = line.split()
             if k == "nr_written":
                 out[k] = int(v)
     except (OSError, ValueError):
         return None
-    return out if len(out) == 8 else None
+    return out if len(out) == 10 else None
 
 
 def writeback_figures(before, after):
@@ -469,6 +470,9 @@ def writeback_figures(before, after):
             "disk_writes": after["writes"] - before["writes"],
             "disk_flushes": after["flushes"] - before["flushes"],
             "disk_discards": after["discards"] - before["discards"],
+            # reads the device served (not the page cache): a reader behind what is cached
+            "disk_reads": after["reads"] - before["reads"],
+            "disk_read_mb": round((after["read_sectors"] - before["read_sectors"]) * 512 / 1e6, 1),
             "disk_write_ms_mean": round((after["write_ms"] - before["write_ms"]) /
                                         max(1, after["writes"] - before["writes"]), 3)}
 
@@ -827,8 +831,17 @@ def main():
     if free_gb < want_gb:
         log("warning: %.1f GB free under %s; this run may write about %.0f GB (BENCH_TMP "
             "chooses the directory)" % (free_gb, workdir, want_gb))
+    # The bookie counts a disk used as (total - available) / total, and from 90 % on
+    # (diskUsageWarnThreshold) runs GC at every check; from 95 % it refuses adds.
+    du = shutil.disk_usage(workdir)
+    used_pct = 100.0 * (du.total - du.free) / du.total if du.total else 0.0
+    if used_pct + 100.0 * want_gb * 1e9 / max(du.total, 1) >= 90.0:
+        log("warning: the disk under %s is %.1f %% used as the bookie counts it (total minus "
+            "available); with this run's writes it may pass the bookie's 90 %% "
+            "diskUsageWarnThreshold" % (workdir, used_pct))
     perf = Perf(a.build, raw)
     results, extra = {}, {}
+    extra["disk_used_pct_at_start"] = round(used_pct, 1)
     pulsar_cfgs = [c for c in a.pulsar.split(",") if c in ("fsync", "nofsync")]
     labels = ["quire"] + ["pulsar-" + c for c in pulsar_cfgs]
     servers = []
@@ -874,8 +887,9 @@ def main():
                                 "" if "journal_sync_mean_ms" not in f else
                                 " syncs: journal %s ms, direct %s ms" % (
                                     fmt(f.get("journal_sync_mean_ms")), fmt(f.get("direct_sync_mean_ms"))),
-                                " dirty at start %s MB, kernel wrote %s MB" % (
-                                    fmt(f.get("dirty_mb_at_start")), fmt(f.get("kernel_written_mb")))))
+                                " dirty at start %s MB, kernel wrote %s MB, disk read %s MB" % (
+                                    fmt(f.get("dirty_mb_at_start")), fmt(f.get("kernel_written_mb")),
+                                    fmt(f.get("disk_read_mb")))))
                             save()
             # f, g and xcheck: Quire and the first Pulsar configuration only (time)
             for srv in (targets if ci == 0 else []):
