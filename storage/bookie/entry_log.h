@@ -102,6 +102,14 @@ typedef struct entry_log {
      * journal, when every record's end was seen (no summary) */
     uint64_t rec_end;
     bool rec_end_known;
+    /* Records wholly below this offset left the page cache (the flush dropped
+     * their pages, elog_cache_drop_behind; UINT64_MAX: the whole log). A
+     * reader of them leaves their pages behind it too: once its reads of the
+     * log are read_lag bytes past them (the flush's kept tail), below
+     * read_dropped; read_hi is the end of the furthest such read. Set and
+     * read by any thread (atomics; read_lag written before the mark). */
+    atomic_uint_fast64_t uncached_below;
+    atomic_uint_fast64_t read_hi, read_dropped, read_lag;
 } entry_log_t;
 
 typedef struct log_table {
