@@ -103,11 +103,12 @@ typedef struct entry_log {
     uint64_t rec_end;
     bool rec_end_known;
     /* Records wholly below this offset left the page cache (the flush dropped
-     * their pages, elog_cache_drop_behind; UINT64_MAX: the whole log). A
-     * reader of them leaves their pages behind it too: once its reads of the
-     * log are read_lag bytes past them (the flush's kept tail), below
-     * read_dropped; read_hi is the end of the furthest such read. Set and
-     * read by any thread (atomics; read_lag written before the mark). */
+     * their pages, elog_cache_drop_behind; UINT64_MAX: the whole log). Reads
+     * drop them again behind them: read_hi is the end of the log's furthest
+     * buffered read, and pages below both the mark and read_hi - read_lag
+     * (the flush's kept tail; 0: the log is not dropped) are dropped up to
+     * read_dropped (entry_log.c, read_drop_behind). Set and read by any
+     * thread (atomics; read_lag written before the mark). */
     atomic_uint_fast64_t uncached_below;
     atomic_uint_fast64_t read_hi, read_dropped, read_lag;
 } entry_log_t;
