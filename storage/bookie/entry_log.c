@@ -211,6 +211,14 @@ void log_table_cut_tails(log_table_t *t)
     }
 }
 
+void log_table_drop_reads(log_table_t *t, uint64_t keep)
+{
+    for (uint32_t i = 0; keep && i < t->count; i++) {
+        atomic_store_explicit(&t->logs[i]->read_lag, keep, memory_order_relaxed);
+        atomic_store_explicit(&t->logs[i]->uncached_below, UINT64_MAX, memory_order_release);
+    }
+}
+
 /* ---------------------------------------------------------- load at open -- */
 
 static int u32_cmp(const void *a, const void *b)
