@@ -1536,8 +1536,6 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
                             &next_log);
     (void)next_log; /* also in bk->logs.next_id */
     if (rc == 0)
-        log_table_drop_reads(&bk->logs, bk->cfg.entry_log_cache_keep_bytes);
-    if (rc == 0)
         rc = elog_writer_init(&bk->writer, bk->ldir, bk->cfg.entry_log_size_bytes,
                               bk->cfg.entry_log_cache_keep_bytes, &bk->lock, &bk->logs);
     if (rc == 0)

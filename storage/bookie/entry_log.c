@@ -211,14 +211,6 @@ void log_table_cut_tails(log_table_t *t)
     }
 }
 
-void log_table_drop_reads(log_table_t *t, uint64_t keep)
-{
-    for (uint32_t i = 0; keep && i < t->count; i++) {
-        atomic_store_explicit(&t->logs[i]->read_lag, keep, memory_order_relaxed);
-        atomic_store_explicit(&t->logs[i]->uncached_below, UINT64_MAX, memory_order_release);
-    }
-}
-
 /* ---------------------------------------------------------- load at open -- */
 
 static int u32_cmp(const void *a, const void *b)
@@ -680,44 +672,6 @@ static int elog_read_dio(const entry_log_t *log, uint64_t offset, uint32_t lengt
     return rc;
 }
 
-/* Whether the flush drops log's pages from the page cache (its reads then
- * drop them too, read_drop_behind). */
-static bool read_tracked(const entry_log_t *log)
-{
-    return atomic_load_explicit(&((entry_log_t *)log)->read_lag, memory_order_relaxed) != 0;
-}
-
-/* After a buffered read that ended at end, in a log the flush drops from the
- * page cache: the log's pages more than read_lag bytes behind its furthest
- * read leave the page cache again, ELOG_CACHE_DROP_STEP_BYTES or
- * more at a time (never above the flush's mark). Behind the reads, not at
- * them: the kernel's read-ahead ahead of a reader stays (dropping each read's
- * own pages, read-ahead brought most of them back), and readers of other
- * ledgers a little behind in the same log still find theirs. Without it a
- * reader behind the flush's kept tail filled the page cache with new pages
- * for good, each a host fault on this VM (docs/bookie.md, "Reads"). */
-static void read_drop_behind(const entry_log_t *clog, uint64_t end)
-{
-    entry_log_t *log = (entry_log_t *)clog; /* the atomics only */
-    uint64_t hi = atomic_load_explicit(&log->read_hi, memory_order_relaxed);
-    while (end > hi && !atomic_compare_exchange_weak(&log->read_hi, &hi, end))
-        ;
-    if (end > hi)
-        hi = end;
-    uint64_t mark = atomic_load_explicit(&log->uncached_below, memory_order_acquire);
-    uint64_t lag = atomic_load_explicit(&log->read_lag, memory_order_relaxed);
-    if (!lag || hi < lag)
-        return;
-    uint64_t to = (hi - lag) / 4096 * 4096;
-    if (to > mark)
-        to = mark / 4096 * 4096;
-    uint64_t from = atomic_load_explicit(&log->read_dropped, memory_order_relaxed);
-    if (to < from + ELOG_CACHE_DROP_STEP_BYTES ||
-        !atomic_compare_exchange_strong(&log->read_dropped, &from, to))
-        return; /* too little yet, or another reader drops it */
-    (void)posix_fadvise(log->fd, (off_t)from, (off_t)(to - from), POSIX_FADV_DONTNEED);
-}
-
 /* Checks a record read (header h, payload b) against its location: magic,
  * length, ids, checksum (got: computed while copying, when have_got), and with
  * want_crc the journal's reference crc. 0 or QE_CORRUPT; why says what. */
@@ -768,8 +722,6 @@ static int elog_read_verify(const entry_log_t *log, uint64_t offset, uint32_t le
         rc = bk_pread_all(log->fd, h, sizeof h, offset);
         if (rc == 0)
             rc = bk_pread_all(log->fd, b->data, length, offset + ELOG_HEADER_BYTES);
-        if (read_tracked(log))
-            read_drop_behind(log, offset + ELOG_HEADER_BYTES + length);
     }
     const char *why = rc == QE_CORRUPT ? "short file" : NULL;
     if (rc == 0)
@@ -826,8 +778,6 @@ static int run_read(const entry_log_t *log, elog_read_t *recs, size_t n)
     } else {
         buf = bounce_get((size_t)span, 64);
         rc = buf ? bk_pread_all(log->fd, buf, (size_t)span, start) : -ENOMEM;
-        if (read_tracked(log))
-            read_drop_behind(log, end);
     }
     for (size_t i = 0; rc == 0 && i < n; i++) {
         elog_read_t *r = &recs[i];
@@ -1240,8 +1190,6 @@ static void elog_cache_drop_behind(elog_writer_t *w, bool whole)
     (void)posix_fadvise(w->cur->fd, (off_t)w->wb_dropped, (off_t)(to - w->wb_dropped),
                         POSIX_FADV_DONTNEED);
     w->wb_dropped = to;
-    atomic_store_explicit(&w->cur->read_lag, w->cache_keep, memory_order_relaxed);
-    atomic_store_explicit(&w->cur->uncached_below, whole ? UINT64_MAX : to, memory_order_release);
 }
 
 static int elog_stage_flush(elog_writer_t *w)

@@ -102,17 +102,6 @@ typedef struct entry_log {
      * journal, when every record's end was seen (no summary) */
     uint64_t rec_end;
     bool rec_end_known;
-    /* Records wholly below this offset are not kept in the page cache: the
-     * flush dropped their pages (elog_cache_drop_behind; UINT64_MAX: the
-     * whole log, at retirement), or the log was loaded at open
-     * (log_table_drop_reads: UINT64_MAX). Reads drop them again behind them:
-     * read_hi is the end of the log's furthest buffered read, and pages below
-     * both the mark and read_hi - read_lag (the flush's kept tail; 0: the log
-     * is not dropped) are dropped up to read_dropped (entry_log.c,
-     * read_drop_behind). Set and read by any thread (atomics; read_lag
-     * written before the mark). */
-    atomic_uint_fast64_t uncached_below;
-    atomic_uint_fast64_t read_hi, read_dropped, read_lag;
 } entry_log_t;
 
 typedef struct log_table {
@@ -138,12 +127,6 @@ void log_table_free(log_table_t *t);
  * points at: what a crash left after the last acknowledged record, a spare's
  * zeros or an O_DIRECT write's padding) and forgets rec_end. */
 void log_table_cut_tails(log_table_t *t);
-
-/* At open: the logs loaded are never appended again, so their reads drop
- * what they read more than keep bytes behind each log's furthest read, as
- * reads of a log the flush retired do (0: nothing dropped). Without it, reads
- * after a restart filled the page cache for good. */
-void log_table_drop_reads(log_table_t *t, uint64_t keep);
 
 int lb_map_add(lb_map_t *m, int64_t ledger_id, uint64_t bytes);
 /* Takes bytes off ledger_id's count (a record appended, then abandoned). */
