@@ -423,6 +423,10 @@ static void render_cache(FILE *f, const char *cl, const ml_cache_info_t *c)
         {"quire_ml_reads_inflight_bytes", "gauge",
          "Bytes reads from ledgers hold now (reserved or read, not yet handed over)",
          c->reads_bytes},
+        {"quire_ml_cache_ttl_extensions_total", "counter",
+         "Aged entries kept another managedLedgerCacheEvictionTimeThresholdMillis because a "
+         "cursor was still to read them (cacheEvictionByExpectedReadCount)",
+         c->extensions},
         {"quire_ml_reads_waiting", "gauge",
          "Reads waiting for managedLedgerMaxReadsInFlightSizeInMB", c->reads_waiting},
         {"quire_ml_reads_waited_total", "counter",

@@ -179,6 +179,8 @@ static int subscription_add_consumer(subscription_t *s, consumer_t *cons)
         s->consumers_cap = ncap;
     }
     s->consumers[s->consumers_count++] = cons;
+    if (s->cursor)
+        ml_cursor_set_active(s->cursor, true);
     s->ring_len = 0; /* the Key_Shared ring is built again */
     cons->sub = s;
     qsort(s->consumers, s->consumers_count, sizeof *s->consumers, consumer_order);
@@ -304,6 +306,7 @@ static void cursor_opened(int rc, ml_cursor_t *cursor, void *arg)
         return;
     }
     s->cursor = cursor;
+    ml_cursor_set_active(cursor, false); /* until a consumer attaches */
     while (w) {
         subscribe_ctx_t *next = w->next;
         subscribe_attach(w, s);
@@ -791,6 +794,8 @@ static void subscription_remove_consumer(subscription_t *s, consumer_t *cons)
                     (s->consumers_count - i - 1) * sizeof *s->consumers);
             s->consumers_count--;
             s->ring_len = 0;
+            if (s->cursor && s->consumers_count == 0)
+                ml_cursor_set_active(s->cursor, false);
             break;
         }
     }

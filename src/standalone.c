@@ -377,6 +377,24 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         rc = ml_factory_new(sa->loop, sa->md, sa->lc, (uint64_t)cache_mb << 20, &sa->mlf);
     if (rc == 0)
         ml_factory_set_cache_age(sa->mlf, (double)cache_age_ms / 1000.0);
+    bool by_expected = true;
+    int64_t extensions = ML_CACHE_EXTENSIONS_DEFAULT;
+    if (rc == 0 &&
+        qconfig_get_bool(sa->conf, "cacheEvictionByExpectedReadCount", true, &by_expected) < 0) {
+        log_error("standalone", "cacheEvictionByExpectedReadCount: expected true or false");
+        return QE_INVALID;
+    }
+    if (rc == 0 &&
+        qconfig_get_int(
+            sa->conf,
+            "managedLedgerCacheEvictionExtendTTLOfEntriesWithRemainingExpectedReadsMaxTimes",
+            ML_CACHE_EXTENSIONS_DEFAULT, 0, 1000, &extensions) < 0) {
+        log_error("standalone", "managedLedgerCacheEvictionExtendTTLOfEntriesWithRemainingExpected"
+                                "ReadsMaxTimes: expected 0..1000");
+        return QE_INVALID;
+    }
+    if (rc == 0)
+        ml_factory_set_cache_extensions(sa->mlf, by_expected ? (uint32_t)extensions : 0);
     int64_t reads_mb = 0;
     if (rc == 0 && qconfig_get_int(sa->conf, "managedLedgerMaxReadsInFlightSizeInMB", 32, 0,
                                    1 << 20, &reads_mb) < 0) {

@@ -190,6 +190,45 @@ static ml_pos_t cursor_cache_pos(const ml_cursor_t *c)
     return c->has_hold && ml_pos_cmp(c->hold, c->read_pos) < 0 ? c->hold : c->read_pos;
 }
 
+void ml_cursor_set_active(ml_cursor_t *c, bool active)
+{
+    c->inactive = !active;
+}
+
+/* 1 if an open, active cursor has not read pos, or holds it for a redelivery
+ * (PIP-430 counts the active cursors at or before an entry), and is at most
+ * the cache's size behind it; 0 if none; -1 past ML_CACHE_READERS_MAX cursors
+ * (not walked further). */
+static int expected_read(const managed_ledger_t *ml, ml_pos_t pos)
+{
+    size_t n = 0;
+    for (const ml_cursor_t *c = ml->cursors; c; c = c->next) {
+        if (c->deleted || c->handle_refs <= 0)
+            continue;
+        if (++n > ML_CACHE_READERS_MAX)
+            return -1;
+        ml_pos_t at = cursor_cache_pos(c);
+        if (!c->inactive && ml_pos_cmp(at, pos) <= 0 &&
+            ml_list_bytes(&ml->ledgers, at, pos) <= ml->f->cache_bytes_max)
+            return 1;
+    }
+    return 0;
+}
+
+/* An aged cached entry at pos is kept if a cursor expects it; past
+ * ML_CACHE_READERS_MAX cursors it is left to age. */
+bool ml_cache_expected_read(const void *owner, ml_pos_t pos, void *arg)
+{
+    (void)arg;
+    return expected_read(owner, pos) == 1;
+}
+
+bool ml_cache_wanted(const managed_ledger_t *ml, ml_pos_t pos)
+{
+    int e = ml->f->cache_extensions_max > 0 ? expected_read(ml, pos) : -1;
+    return e >= 0 ? e == 1 : ml_cursors_any_tailing(ml, pos);
+}
+
 void ml_cursor_set_cache_hold(ml_cursor_t *c, const ml_pos_t *from)
 {
     bool moved_on = c->has_hold && (!from || ml_pos_cmp(*from, c->hold) > 0);

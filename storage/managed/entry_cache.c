@@ -14,7 +14,10 @@
  * Three ways out besides drops: the size bound (oldest first, on put), age
  * (ml_cache_evict_older: the FIFO is in insertion time order, so it pops from
  * the head) and readers' progress (ml_cache_evict_before: an owner's entries
- * below a position, from the oldest end of its list).
+ * below a position, from the oldest end of its list). An entry that has aged
+ * but that a reader is still expected to read is given another period instead,
+ * a bounded number of times (Pulsar's PIP-430 "expected read count": moved to
+ * the FIFO's tail with the time of the pass).
  *
  * Invariants: bytes <= bytes_max after every put; every node is in exactly one
  * bucket chain, in the FIFO list and in its owner's list; count == nodes in the
@@ -40,7 +43,8 @@ typedef struct cache_node {
     owner_list_t *ol;
     const void *owner;
     ml_pos_t pos;
-    double added_at;
+    double added_at; /* or the time of its last extension */
+    uint32_t extensions;
     qbuf_t *data;
 } cache_node_t;
 
@@ -93,12 +97,8 @@ static cache_node_t **bucket_of(ml_cache_t *c, const void *owner, ml_pos_t pos)
     return &c->buckets[hash_key(owner, pos) & (c->nbuckets - 1)];
 }
 
-static void node_unlink(ml_cache_t *c, cache_node_t *n)
+static void fifo_unlink(ml_cache_t *c, cache_node_t *n)
 {
-    cache_node_t **pp = bucket_of(c, n->owner, n->pos);
-    while (*pp != n)
-        pp = &(*pp)->hnext;
-    *pp = n->hnext;
     if (n->prev)
         n->prev->next = n->next;
     else
@@ -107,6 +107,26 @@ static void node_unlink(ml_cache_t *c, cache_node_t *n)
         n->next->prev = n->prev;
     else
         c->tail = n->prev;
+}
+
+static void fifo_append(ml_cache_t *c, cache_node_t *n)
+{
+    n->prev = c->tail;
+    n->next = NULL;
+    if (c->tail)
+        c->tail->next = n;
+    else
+        c->head = n;
+    c->tail = n;
+}
+
+static void node_unlink(ml_cache_t *c, cache_node_t *n)
+{
+    cache_node_t **pp = bucket_of(c, n->owner, n->pos);
+    while (*pp != n)
+        pp = &(*pp)->hnext;
+    *pp = n->hnext;
+    fifo_unlink(c, n);
     owner_list_t *ol = n->ol;
     if (n->older)
         n->older->newer = n->newer;
@@ -201,7 +221,6 @@ void ml_cache_put(ml_cache_t *c, const void *owner, ml_pos_t pos, qbuf_t *data, 
                         .pos = pos,
                         .added_at = now,
                         .data = qbuf_ref(data),
-                        .prev = c->tail,
                         .older = ol->newest};
     if (ol->newest)
         ol->newest->newer = n;
@@ -211,11 +230,7 @@ void ml_cache_put(ml_cache_t *c, const void *owner, ml_pos_t pos, qbuf_t *data, 
     cache_node_t **b = bucket_of(c, owner, pos);
     n->hnext = *b;
     *b = n;
-    if (c->tail)
-        c->tail->next = n;
-    else
-        c->head = n;
-    c->tail = n;
+    fifo_append(c, n);
     c->st.bytes += cost;
     c->st.entries++;
     c->st.inserts++;
@@ -252,11 +267,26 @@ size_t ml_cache_evict_before(ml_cache_t *c, const void *owner, ml_pos_t pos)
     return k;
 }
 
-size_t ml_cache_evict_older(ml_cache_t *c, double before)
+size_t ml_cache_evict_older(ml_cache_t *c, double before, double now, const ml_cache_keep_t *keep)
 {
     size_t k = 0;
+    if (c->tail && now < c->tail->added_at)
+        now = c->tail->added_at; /* keeps the FIFO in time order */
+    /* A kept entry goes behind every entry put so far, with the time `now`: the
+     * pass stops at it if it comes round (now >= before); each is kept at most
+     * extensions_max times in any case. */
     while (c->head && c->head->added_at < before) {
-        node_unlink(c, c->head);
+        cache_node_t *n = c->head;
+        if (keep && n->extensions < keep->extensions_max &&
+            keep->expected(n->owner, n->pos, keep->arg)) {
+            fifo_unlink(c, n);
+            n->added_at = now;
+            n->extensions++;
+            fifo_append(c, n);
+            c->st.extensions++;
+            continue;
+        }
+        node_unlink(c, n);
         k++;
     }
     c->st.evictions_age += k;

@@ -89,7 +89,8 @@ ml_pos_t ml_list_next(const ml_ledger_list_t *l, ml_pos_t pos)
     return (ml_pos_t){pos.ledger_id, pos.entry_id + 1};
 }
 
-uint64_t ml_list_count(const ml_ledger_list_t *l, ml_pos_t a, ml_pos_t b)
+/* Entries in (a, b], or their bytes at each ledger's average entry size. */
+static uint64_t list_span(const ml_ledger_list_t *l, ml_pos_t a, ml_pos_t b, bool bytes)
 {
     uint64_t total = 0;
     if (ml_pos_cmp(a, b) >= 0)
@@ -102,10 +103,25 @@ uint64_t ml_list_count(const ml_ledger_list_t *l, ml_pos_t a, ml_pos_t b)
         int64_t hi = li->entries - 1;
         if (li->ledger_id == b.ledger_id && b.entry_id < hi)
             hi = b.entry_id;
-        if (hi >= lo)
-            total += (uint64_t)(hi - lo + 1);
+        if (hi < lo)
+            continue;
+        uint64_t n = (uint64_t)(hi - lo + 1);
+        if (!bytes)
+            total += n;
+        else if (li->size_bytes > 0) /* entries > 0 here: hi >= lo */
+            total += n * ((uint64_t)li->size_bytes / (uint64_t)li->entries);
     }
     return total;
+}
+
+uint64_t ml_list_count(const ml_ledger_list_t *l, ml_pos_t a, ml_pos_t b)
+{
+    return list_span(l, a, b, false);
+}
+
+uint64_t ml_list_bytes(const ml_ledger_list_t *l, ml_pos_t a, ml_pos_t b)
+{
+    return list_span(l, a, b, true);
 }
 
 bool ml_list_seek(const ml_ledger_list_t *l, ml_pos_t pos, ml_pos_t *out)

@@ -88,6 +88,8 @@ void ml_list_drop_front(ml_ledger_list_t *l, size_t k);
 ml_pos_t ml_list_next(const ml_ledger_list_t *l, ml_pos_t pos);
 /* Existing entries in (a, b]. */
 uint64_t ml_list_count(const ml_ledger_list_t *l, ml_pos_t a, ml_pos_t b);
+/* Their bytes, each ledger's counted at its average entry size. */
+uint64_t ml_list_bytes(const ml_ledger_list_t *l, ml_pos_t a, ml_pos_t b);
 /* The first existing entry >= pos into *out; false when there is none. */
 bool ml_list_seek(const ml_ledger_list_t *l, ml_pos_t pos, ml_pos_t *out);
 /* Last existing entry, (-1,-1) if none. */
@@ -158,7 +160,18 @@ typedef struct ml_cache_stats {
     uint64_t evictions;      /* by the size bound */
     uint64_t evictions_read; /* read past by every reader (ml_cache_evict_before) */
     uint64_t evictions_age;  /* older than the time threshold (ml_cache_evict_older) */
+    uint64_t extensions;     /* aged entries given another period (ml_cache_keep_t) */
 } ml_cache_stats_t;
+
+/* Which aged entries a reader is still expected to read (Pulsar's PIP-430
+ * cacheEvictionByExpectedReadCount): each gets another period, at most
+ * extensions_max times (managedLedgerCacheEvictionExtendTTLOfEntriesWith-
+ * RemainingExpectedReadsMaxTimes). */
+typedef struct ml_cache_keep {
+    bool (*expected)(const void *owner, ml_pos_t pos, void *arg);
+    void *arg;
+    uint32_t extensions_max;
+} ml_cache_keep_t;
 
 /* bytes_max == 0 disables the cache. */
 ml_cache_t *ml_cache_new(uint64_t bytes_max);
@@ -172,8 +185,11 @@ qbuf_t *ml_cache_get(ml_cache_t *c, const void *owner, ml_pos_t pos);
 void ml_cache_drop(ml_cache_t *c, const void *owner, int64_t ledger_id);
 /* Evicts owner's entries before pos (every reader is past them); returns how many. */
 size_t ml_cache_evict_before(ml_cache_t *c, const void *owner, ml_pos_t pos);
-/* Evicts every entry put before time `before`; returns how many. */
-size_t ml_cache_evict_older(ml_cache_t *c, double before);
+/* Evicts every entry put (or last extended) before time `before`, except those
+ * keep (NULL: none) still expects to be read and has extended fewer than
+ * extensions_max times: those are given another period from `now` (the time of
+ * the pass). Returns how many were evicted. */
+size_t ml_cache_evict_older(ml_cache_t *c, double before, double now, const ml_cache_keep_t *keep);
 bool ml_cache_empty(const ml_cache_t *c);
 /* The position of owner's oldest cached entry; false if it has none. */
 bool ml_cache_oldest(const ml_cache_t *c, const void *owner, ml_pos_t *out);
@@ -252,6 +268,8 @@ struct ml_factory {
     ev_timer trim_timer;   /* one for all: every ML_TRIM_INTERVAL_S (ml_trim.c) */
     ev_timer cache_timer;  /* age eviction; runs while the cache holds entries */
     double cache_age_s;    /* 0: no age eviction */
+    uint32_t cache_extensions_max; /* aged entries a reader expects: periods more (0: none) */
+    uint64_t cache_bytes_max;      /* the cache's bound: how far behind a reader it serves */
     size_t trim_ticking;   /* managed ledgers it serves; it runs while > 0 */
     uint64_t reads_hit, reads_hit_bytes, reads_missed, reads_missed_bytes; /* ml_read.c */
     /* the bound on bytes read from ledgers and not yet handed over (ml_read.c) */
@@ -342,6 +360,7 @@ struct ml_cursor {
     ml_ack_state_t acks;
     ml_pos_t read_pos;
     bool has_hold; /* ml_cursor_set_cache_hold: entries from hold read again */
+    bool inactive; /* ml_cursor_set_active(false): no readers now */
     ml_pos_t hold;
     uint64_t seek_gen; /* bumped by seeks: a read in flight does not move R */
     bool reading;
@@ -385,10 +404,19 @@ bool ml_cursors_slowest(const managed_ledger_t *ml, ml_pos_t *mark_delete);
 /* True if an open cursor is at most ML_CACHE_BACKLOG_ENTRIES before pos (a
  * reader the entry cache can serve; Pulsar's active, not backlogged, cursor). */
 bool ml_cursors_any_tailing(const managed_ledger_t *ml, ml_pos_t pos);
+/* Whether an entry added at pos goes into the cache: with expected reads on
+ * (ml_factory_set_cache_extensions > 0), if an active cursor is still to read
+ * it and at most the cache's size behind it (PIP-430 sets the backlogged-cursor
+ * rule aside; a reader further behind than the cache holds would find it
+ * evicted by size first); else, or past ML_CACHE_READERS_MAX cursors, if an
+ * open cursor tails (ml_cursors_any_tailing). */
+bool ml_cache_wanted(const managed_ledger_t *ml, ml_pos_t pos);
 /* Entry cache: puts an added entry if a cursor may read it (managed_ledger.c);
  * evicts what every open cursor has read (after a cursor's read). */
 void ml_cache_added(managed_ledger_t *ml, ml_pos_t pos, qbuf_t *data);
 void ml_cache_read_past(managed_ledger_t *ml);
+/* ml_cache_keep_t's test for the managed ledger owner (cursor.c). */
+bool ml_cache_expected_read(const void *owner, ml_pos_t pos, void *arg);
 /* Flushes every durable cursor; cb once all are persisted. */
 int ml_cursors_flush_all(managed_ledger_t *ml, ml_done_cb cb, void *arg);
 void ml_cursors_free_all(managed_ledger_t *ml);

@@ -79,7 +79,10 @@ static void cache_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
     ml_factory_t *f = w->data;
-    ml_cache_evict_older(f->cache, ev_now(loop) - f->cache_age_s);
+    ml_cache_keep_t keep = {.expected = ml_cache_expected_read,
+                            .extensions_max = f->cache_extensions_max};
+    double now = ev_now(loop);
+    ml_cache_evict_older(f->cache, now - f->cache_age_s, now, &keep);
     if (ml_cache_empty(f->cache))
         ev_timer_stop(loop, w);
 }
@@ -106,6 +109,7 @@ void ml_factory_cache_info(const ml_factory_t *f, ml_cache_info_t *out)
                              .evictions_size = st.evictions,
                              .evictions_read = st.evictions_read,
                              .evictions_age = st.evictions_age,
+                             .extensions = st.extensions,
                              .reads_bytes = f->reads_bytes,
                              .reads_waiting = f->reads_parked,
                              .reads_waited = f->reads_parked_total};
@@ -119,10 +123,15 @@ void ml_factory_set_cache_age(ml_factory_t *f, double seconds)
         cache_timer_arm(f);
 }
 
+void ml_factory_set_cache_extensions(ml_factory_t *f, uint32_t times)
+{
+    f->cache_extensions_max = times;
+}
+
 void ml_cache_added(managed_ledger_t *ml, ml_pos_t pos, qbuf_t *data)
 {
-    if (!ml_cursors_any_tailing(ml, pos))
-        return; /* nobody tails this log: a later reader reads the ledger */
+    if (!ml_cache_wanted(ml, pos))
+        return; /* no reader for it: a later reader reads the ledger */
     ml_cache_put(ml->f->cache, ml, pos, data, ev_now(ml->f->loop));
     cache_timer_arm(ml->f);
 }
@@ -138,9 +147,11 @@ int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
     f->lc = lc;
     f->mb = qloop_mailbox_new(loop);
     f->cache = ml_cache_new(cache_bytes_max);
+    f->cache_bytes_max = cache_bytes_max;
     f->by_name = qmap_new();
     ml_trim_timer_init(f);
     f->cache_age_s = ML_CACHE_AGE_S;
+    f->cache_extensions_max = ML_CACHE_EXTENSIONS_DEFAULT;
     ev_init(&f->cache_timer, cache_timer_cb);
     f->cache_timer.data = f;
     if (!f->mb || !f->cache || !f->by_name) {

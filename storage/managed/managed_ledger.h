@@ -84,6 +84,12 @@ int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
  * managedLedgerCacheEvictionTimeThresholdMillis; 1 s by default, 0: no limit).
  * Independently, entries every open cursor has read are evicted at once. */
 void ml_factory_set_cache_age(ml_factory_t *f, double seconds);
+/* How many times an aged entry that an open cursor has yet to read, and reads
+ * soon, is given another period instead of being evicted (Pulsar's PIP-430:
+ * managedLedgerCacheEvictionExtendTTLOfEntriesWithRemainingExpectedReadsMaxTimes,
+ * 5 by default; 0, or cacheEvictionByExpectedReadCount=false: never). */
+#define ML_CACHE_EXTENSIONS_DEFAULT 5
+void ml_factory_set_cache_extensions(ml_factory_t *f, uint32_t times);
 /* Bytes all reads from ledgers may hold at once (Pulsar's
  * managedLedgerMaxReadsInFlightSizeInMB; 0, the factory's default: no bound). A
  * read asking a ledger for entries reserves their size, by the ledger's
@@ -101,6 +107,7 @@ typedef struct ml_cache_info {
     uint64_t hits, hit_bytes;
     uint64_t misses, miss_bytes;
     uint64_t evictions_size, evictions_read, evictions_age;
+    uint64_t extensions; /* aged entries given another period (ml_factory_set_cache_extensions) */
     /* reads from ledgers: bytes held now (reserved or read), reads waiting
      * now and ever for the bound (ml_factory_set_reads_bytes_max) */
     uint64_t reads_bytes, reads_waiting, reads_waited;

@@ -46,6 +46,10 @@ static void test_list_next_and_count(void)
     CU_ASSERT_EQUAL(ml_list_count(&l, P(3, 9), P(7, 0)), 1);
     CU_ASSERT_EQUAL(ml_list_count(&l, P(7, 0), P(3, 9)), 0);
     CU_ASSERT_EQUAL(ml_list_count(&l, P(9, 3), ML_POS_LATEST), 0);
+    /* Bytes at each ledger's average (100 a entry here). */
+    CU_ASSERT_EQUAL(ml_list_bytes(&l, P(3, 4), P(7, 1)), 700);
+    CU_ASSERT_EQUAL(ml_list_bytes(&l, ML_POS_EARLIEST, P(9, 3)), 1900);
+    CU_ASSERT_EQUAL(ml_list_bytes(&l, P(7, 0), P(3, 9)), 0);
     ml_pos_t p;
     CU_ASSERT_TRUE(ml_list_seek(&l, P(3, 10), &p));
     POS_EQ(p, P(7, 0));
@@ -335,6 +339,73 @@ static void test_entry_cache_drop_by_owner(void)
     ml_cache_free(c); /* asserts the owners map is empty */
 }
 
+/* For the keep test: owner a's entries at or after (1, expect_from) are still
+ * to be read; nothing of any other owner is. */
+static int keep_owner_a;
+static int64_t keep_expect_from;
+static int keep_calls;
+static bool keep_expected(const void *owner, ml_pos_t pos, void *arg)
+{
+    (void)arg;
+    keep_calls++;
+    return owner == &keep_owner_a && pos.entry_id >= keep_expect_from;
+}
+
+/* Aged entries a reader is still expected to read get another period from the
+ * pass's time, at most extensions_max times, and go behind newer entries in the
+ * FIFO; the others go at once; without keep (or with extensions_max 0) age
+ * evicts as before. */
+static void test_entry_cache_age_keeps_expected(void)
+{
+    int owner_b;
+    ml_cache_t *c = ml_cache_new(1u << 20);
+    TEST_REQUIRE(c != NULL);
+    qbuf_t *b = qbuf_copy("payload", 7);
+    TEST_REQUIRE(b != NULL);
+    for (int i = 0; i < 4; i++) { /* a: (1,0..3) at t=i; b: (1,i) at t=i+0.5 */
+        ml_cache_put(c, &keep_owner_a, P(1, i), b, (double)i);
+        ml_cache_put(c, &owner_b, P(1, i), b, i + 0.5);
+    }
+    keep_expect_from = 2; /* a's reader has read (1,0) and (1,1) */
+    ml_cache_keep_t keep = {.expected = keep_expected, .extensions_max = 2};
+    /* Pass at t=10, everything aged: a's (1,2) and (1,3) kept, 6 evicted. */
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 9.0, 10.0, &keep), 6);
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &keep_owner_a, P(1, 2)));
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &keep_owner_a, P(1, 3)));
+    CU_ASSERT_PTR_NULL(ml_cache_get(c, &keep_owner_a, P(1, 1)));
+    CU_ASSERT_PTR_NULL(ml_cache_get(c, &owner_b, P(1, 3)));
+    ml_pos_t oldest;
+    CU_ASSERT_TRUE(ml_cache_oldest(c, &keep_owner_a, &oldest));
+    CU_ASSERT_EQUAL(ml_pos_cmp(oldest, P(1, 2)), 0);
+    /* Kept from t=10: a pass for what is older than 10 leaves them. */
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 10.0, 11.0, &keep), 0);
+    /* An entry put after the extension (t=10.5) is older in the FIFO than the
+     * kept ones' second extension: the size bound and age take it in turn. */
+    ml_cache_put(c, &owner_b, P(2, 0), b, 10.5);
+    /* Second and last extension at t=12 (b's new entry goes: not expected). */
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 11.0, 12.0, &keep), 1);
+    CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &keep_owner_a, P(1, 2)));
+    CU_ASSERT_PTR_NULL(ml_cache_get(c, &owner_b, P(2, 0)));
+    /* Extended twice: the next pass evicts them though still expected. */
+    keep_calls = 0;
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 13.0, 14.0, &keep), 2);
+    CU_ASSERT_EQUAL(keep_calls, 0); /* not even asked */
+    CU_ASSERT_TRUE(ml_cache_empty(c));
+    ml_cache_stats_t s;
+    ml_cache_get_stats(c, &s);
+    CU_ASSERT_EQUAL(s.extensions, 4);
+    CU_ASSERT_EQUAL(s.evictions_age, 9);
+    /* extensions_max 0 keeps nothing; no keep keeps nothing. */
+    ml_cache_put(c, &keep_owner_a, P(3, 5), b, 20.0);
+    keep.extensions_max = 0;
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 21.0, 22.0, &keep), 1);
+    ml_cache_put(c, &keep_owner_a, P(3, 6), b, 30.0);
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 31.0, 32.0, NULL), 1);
+    CU_ASSERT_TRUE(ml_cache_empty(c));
+    qbuf_unref(b);
+    ml_cache_free(c);
+}
+
 /* Readers' progress evicts one owner's entries below a position, oldest first,
  * and nothing of another owner; age evicts across owners by put time, and a
  * clock that steps back does not reorder the FIFO. */
@@ -365,15 +436,15 @@ static void test_entry_cache_evict_read_and_age(void)
     /* A step back in time is taken as the newest entry's time. */
     ml_cache_put(c, &owner_b, P(1, 5), b, 1.0);
     /* Age: b's entries put at 0.5, 1.5, 2.5 go; 3.5, 4.5, (1,5) at 5.0 stay. */
-    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 3.0), 3);
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 3.0, 4.0, NULL), 3);
     CU_ASSERT_PTR_NULL(ml_cache_get(c, &owner_b, P(1, 2)));
     CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_b, P(1, 3)));
     CU_ASSERT_TRUE(ml_cache_oldest(c, &owner_b, &oldest));
     CU_ASSERT_EQUAL(ml_pos_cmp(oldest, P(1, 3)), 0);
-    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 5.0), 2);
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 5.0, 6.0, NULL), 2);
     CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_a, P(2, 0)));
     CU_ASSERT_PTR_NOT_NULL(ml_cache_get(c, &owner_b, P(1, 5)));
-    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 5.5), 2);
+    CU_ASSERT_EQUAL(ml_cache_evict_older(c, 5.5, 6.5, NULL), 2);
     CU_ASSERT_TRUE(ml_cache_empty(c));
     CU_ASSERT_FALSE(ml_cache_oldest(c, &owner_a, &oldest));
     ml_cache_stats_t s;
@@ -405,6 +476,8 @@ void register_ack_state_suite(void)
     CU_add_test(s, "ranges bounded", test_ack_ranges_bounded);
     CU_add_test(s, "entry cache bounded, oldest evicted", test_entry_cache_bounded_fifo);
     CU_add_test(s, "entry cache drops by owner", test_entry_cache_drop_by_owner);
+    CU_add_test(s, "entry cache keeps aged entries a reader still expects, a few periods",
+                test_entry_cache_age_keeps_expected);
     CU_add_test(s, "entry cache evicts read-past and aged entries",
                 test_entry_cache_evict_read_and_age);
     CU_add_test(s, "name escaping", test_escape_name);

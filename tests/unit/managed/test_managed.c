@@ -1144,16 +1144,36 @@ static void test_cache_eviction_follows_cursors(void)
     CU_ASSERT_EQUAL(rs.ledger_reads, 0);
     ml_cache_get_stats(cache, &cs);
     CU_ASSERT_EQUAL(cs.entries, 0);
-    /* Unread entries age out (here after 0.2 s) by the factory's timer. */
+    /* Unread entries age (here after 0.2 s) on the factory's timer, but the
+     * open cursors are still to read them: each pass gives them another period
+     * (PIP-430's expected reads), 5 times by default. */
     ml_factory_set_cache_age(s.f, 0.2);
     CU_ASSERT_EQUAL(add_entries(&s, ml, "f", 0, 3, 0, &a), 3);
     ml_cache_get_stats(cache, &cs);
     CU_ASSERT_EQUAL(cs.entries, 3);
+    for (int i = 0; i < 200 && cs.extensions < 6; i++) {
+        test_run_for(s.loop, 0.01);
+        ml_cache_get_stats(cache, &cs);
+    }
+    CU_ASSERT_EQUAL(cs.entries, 3); /* aged twice over, still there */
+    CU_ASSERT_EQUAL(cs.evictions_age, 0);
+    CU_ASSERT_TRUE(cs.extensions >= 6);
+    ml_cache_info_t info;
+    ml_factory_cache_info(s.f, &info);
+    CU_ASSERT_EQUAL(info.extensions, cs.extensions);
+    /* Cursors whose users have no readers now (a subscription without
+     * consumers) expect nothing: the entries age out at the next pass. */
+    ml_cursor_set_active(fast, false);
+    ml_cursor_set_active(slow, false);
+    uint64_t extended = cs.extensions;
     for (int i = 0; i < 200 && !ml_cache_empty(cache); i++)
         test_run_for(s.loop, 0.01);
     ml_cache_get_stats(cache, &cs);
     CU_ASSERT_EQUAL(cs.entries, 0);
     CU_ASSERT_EQUAL(cs.evictions_age, 3);
+    CU_ASSERT_EQUAL(cs.extensions, extended);
+    ml_cursor_set_active(fast, true);
+    ml_cursor_set_active(slow, true);
     CU_ASSERT_EQUAL(cursor_read(&s, fast, 100, &g), 0); /* from the ledger now */
     CU_ASSERT_EQUAL(g.n, 3);
     CU_ASSERT_TRUE(text_is(&g, 2, "f", 2));
@@ -1167,8 +1187,9 @@ static void test_cache_eviction_follows_cursors(void)
     free(dir);
 }
 
-/* A cursor more than ML_CACHE_BACKLOG_ENTRIES behind is backlogged: entries
- * past that distance are not cached for it (it reads the ledgers). */
+/* Without expected reads (cacheEvictionByExpectedReadCount=false), a cursor
+ * more than ML_CACHE_BACKLOG_ENTRIES behind is backlogged: entries past that
+ * distance are not cached for it (it reads the ledgers). */
 static void test_cache_skips_backlogged_cursor(void)
 {
     char *dir = test_tmpdir("ml-backlog");
@@ -1179,6 +1200,7 @@ static void test_cache_skips_backlogged_cursor(void)
     managed_ledger_t *ml = open_ml(&s, "t/backlog", &cfg);
     TEST_REQUIRE(ml != NULL);
     ml_factory_set_cache_age(s.f, 0); /* only the backlog rule decides here */
+    ml_factory_set_cache_extensions(s.f, 0);
     ml_cursor_t *c = open_cursor(&s, ml, "idle", ML_POS_LATEST, true);
     TEST_REQUIRE(c != NULL);
     adds_t a;
@@ -1196,6 +1218,69 @@ static void test_cache_skips_backlogged_cursor(void)
     CU_ASSERT_EQUAL(rs.cache_hits, 100);
     ml_cache_get_stats(ml_factory_cache(s.f), &cs);
     CU_ASSERT_EQUAL(cs.entries, ML_CACHE_BACKLOG_ENTRIES + 1 - 100);
+    CU_ASSERT_EQUAL(close_cursor(&s, c), 0);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    stack_close(&s);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* With expected reads (the default, PIP-430), an added entry is cached while an
+ * active cursor is still to read it, 1,000 entries behind or more, up to the
+ * cache's size behind; not for a cursor whose user has no readers now (a
+ * subscription without consumers). */
+static void test_cache_for_active_cursors(void)
+{
+    char *dir = test_tmpdir("ml-active");
+    tstack_t s;
+    TEST_REQUIRE(stack_open(&s, dir, 8u << 20) == 0);
+    ml_config_t cfg = small_config();
+    cfg.max_entries_per_ledger = 5000;
+    managed_ledger_t *ml = open_ml(&s, "t/active", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    ml_factory_set_cache_age(s.f, 0);
+    ml_cursor_t *c = open_cursor(&s, ml, "behind", ML_POS_LATEST, true);
+    TEST_REQUIRE(c != NULL);
+    adds_t a;
+    for (int k = 0; k < 3; k++) /* entries 0..1199: all cached */
+        CU_ASSERT_EQUAL(add_entries(&s, ml, "b", k * 400, 400, 0, &a), 400);
+    ml_cache_stats_t cs;
+    ml_cache_get_stats(ml_factory_cache(s.f), &cs);
+    CU_ASSERT_EQUAL(cs.inserts, 1200);
+    ml_cursor_set_active(c, false);
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "b", 1200, 10, 0, &a), 10);
+    ml_cache_get_stats(ml_factory_cache(s.f), &cs);
+    CU_ASSERT_EQUAL(cs.inserts, 1200); /* nobody to read them now */
+    ml_cursor_set_active(c, true);
+    got_t g;
+    size_t total = 0;
+    for (int k = 0; k < 10 && total < 1210; k++) {
+        CU_ASSERT_EQUAL(cursor_read(&s, c, 1210 - total < 400 ? 1210 - total : 400, &g), 0);
+        TEST_REQUIRE(g.n > 0);
+        CU_ASSERT_TRUE(text_is(&g, 0, "b", (int)total));
+        total += g.n;
+    }
+    CU_ASSERT_EQUAL(total, 1210);
+    ml_read_stats_t rs;
+    ml_get_read_stats(ml, &rs);
+    CU_ASSERT_EQUAL(rs.cache_hits, 1200);
+    CU_ASSERT_TRUE(rs.ledger_reads >= 1); /* the 10 added while inactive */
+    ml_cache_get_stats(ml_factory_cache(s.f), &cs);
+    CU_ASSERT_EQUAL(cs.entries, 0); /* read past: evicted */
+    CU_ASSERT_EQUAL(close_cursor(&s, c), 0);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    /* Not for a cursor further behind than the cache holds (8 MiB here, at
+     * the ledger's average entry size): of 200 entries of 64 KiB, those within
+     * 8 MiB of it are cached, not the later ones. */
+    ml = open_ml(&s, "t/active-big", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    c = open_cursor(&s, ml, "behind", ML_POS_LATEST, true);
+    TEST_REQUIRE(c != NULL);
+    ml_cache_stats_t before = cs;
+    CU_ASSERT_EQUAL(add_entries(&s, ml, "big", 0, 200, 64u << 10, &a), 200);
+    ml_cache_get_stats(ml_factory_cache(s.f), &cs);
+    uint64_t cached = cs.inserts - before.inserts;
+    CU_ASSERT_TRUE(cached >= 120 && cached <= 130);
     CU_ASSERT_EQUAL(close_cursor(&s, c), 0);
     CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
     stack_close(&s);
@@ -1537,6 +1622,8 @@ void register_managed_suite(void)
     CU_add_test(s, "cache eviction follows the slowest cursor and age",
                 test_cache_eviction_follows_cursors);
     CU_add_test(s, "cache skips a backlogged cursor", test_cache_skips_backlogged_cursor);
+    CU_add_test(s, "cache for active cursors however far behind, not inactive ones",
+                test_cache_for_active_cursors);
     CU_add_test(s, "cache keeps what a cursor's user holds for replay",
                 test_cache_hold_keeps_replays);
     CU_add_test(s, "reads in flight bounded", test_reads_in_flight_bound);
