@@ -1,0 +1,1 @@
+/work/main/build-bench/tools/quire-perf consume --service-url pulsar://127.0.0.1:33713 --json /tmp/s41/ab-base-3/raw/014-f-sub-pulsar-fsync.json --report-interval-s 5 --op-timeout-s 60 --topics f-pfs0 --subscription catchup --seconds 1 --warmup-seconds 0 --subscription-position Earliest

@@ -1,0 +1,1 @@
+/tmp/s41/build-new/tools/quire-perf consume --service-url pulsar://127.0.0.1:56163 --json /tmp/s41/ab-new-2/raw/014-f-sub-pulsar-fsync.json --report-interval-s 5 --op-timeout-s 60 --topics f-pfs0 --subscription catchup --seconds 1 --warmup-seconds 0 --subscription-position Earliest

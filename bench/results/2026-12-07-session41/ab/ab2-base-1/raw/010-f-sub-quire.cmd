@@ -1,0 +1,1 @@
+/work/main/build-bench/tools/quire-perf consume --service-url pulsar://127.0.0.1:55507 --json /tmp/s41/ab2-base-1/raw/010-f-sub-quire.json --report-interval-s 5 --op-timeout-s 60 --topics f-qfs0 --subscription catchup --seconds 1 --warmup-seconds 0 --subscription-position Earliest

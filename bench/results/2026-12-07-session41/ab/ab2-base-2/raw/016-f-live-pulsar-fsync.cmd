@@ -1,0 +1,1 @@
+/work/main/build-bench/tools/quire-perf produce --service-url pulsar://127.0.0.1:44319 --json /tmp/s41/ab2-base-2/raw/016-f-live-pulsar-fsync.json --report-interval-s 5 --op-timeout-s 60 --topics f-pfs0 --size 1024 --rate 50000 --max-pending 10000 --seconds 900 --warmup-seconds 0

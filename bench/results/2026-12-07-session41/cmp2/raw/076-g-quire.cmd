@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf both --service-url pulsar://127.0.0.1:46581 --json /tmp/s41/cmp2/raw/076-g-quire.json --report-interval-s 5 --op-timeout-s 60 --topic-prefix g-qfs0-60 --num-topics 1000 --subscription-position Earliest --rate 1000000 --messages 1000 --messages-per-producer 1 --warmup-seconds 0 --disable-batching --size 100 --report-interval-s 60 --max-connections 1
