@@ -214,6 +214,43 @@ static void test_reads_sized_by_messages_per_entry(void)
     tbroker_stop(tb);
 }
 
+/* The entry cache keeps added entries for a subscription while it has consumers
+ * (its cursor active, PIP-430), and not once its last consumer has left (a
+ * durable subscription without consumers reads its backlog from the ledgers). */
+static void test_cache_follows_consumers(void)
+{
+    tbroker_t *tb = tbroker_start();
+    TEST_REQUIRE(tb != NULL);
+    tclient_t *c = tclient_connect(tb, "Pulsar-CPP-v3.0");
+    TEST_REQUIRE(c != NULL);
+    const char *topic = T "cache-active";
+    CU_ASSERT_EQUAL(tclient_create_producer(c, topic, 1), 0);
+    CU_ASSERT_EQUAL(tclient_subscribe(c, topic, "s", 2,
+                                      PULSAR__PROTO__COMMAND_SUBSCRIBE__SUB_TYPE__Exclusive, "one",
+                                      NULL, 0),
+                    0);
+    int64_t l, e;
+    for (int i = 0; i < 3; i++) /* no permits: nothing read, all cached */
+        CU_ASSERT_EQUAL(tclient_produce(c, 1, (uint64_t)i, NULL, "m", &l, &e), 0);
+    ml_cache_info_t ci;
+    ml_factory_cache_info(tbroker_broker(tb)->mlf, &ci);
+    CU_ASSERT_EQUAL(ci.entries, 3);
+    Pulsar__Proto__CommandCloseConsumer cl = PULSAR__PROTO__COMMAND_CLOSE_CONSUMER__INIT;
+    cl.consumer_id = 2;
+    cl.request_id = 77;
+    Pulsar__Proto__BaseCommand close = PULSAR__PROTO__BASE_COMMAND__INIT;
+    close.type = PULSAR__PROTO__BASE_COMMAND__TYPE__CLOSE_CONSUMER;
+    close.close_consumer = &cl;
+    CU_ASSERT_EQUAL(tclient_send(c, &close), 0);
+    tframe_free(tclient_wait(c, PULSAR__PROTO__BASE_COMMAND__TYPE__SUCCESS, 5.0));
+    for (int i = 3; i < 6; i++)
+        CU_ASSERT_EQUAL(tclient_produce(c, 1, (uint64_t)i, NULL, "m", &l, &e), 0);
+    ml_factory_cache_info(tbroker_broker(tb)->mlf, &ci);
+    CU_ASSERT_TRUE(ci.entries <= 3); /* none of the three added since */
+    tclient_close(c);
+    tbroker_stop(tb);
+}
+
 static void test_ack_bookkeeping_and_redelivery(void)
 {
     tbroker_t *tb = tbroker_start();
@@ -1422,6 +1459,7 @@ static void register_suites(void)
     CU_add_test(s, "shared round robin", test_shared_round_robin);
     CU_add_test(s, "exclusive busy and permits", test_exclusive_busy_and_permits);
     CU_add_test(s, "reads sized by messages per entry", test_reads_sized_by_messages_per_entry);
+    CU_add_test(s, "entry cache follows a subscription's consumers", test_cache_follows_consumers);
     CU_add_test(s, "ack bookkeeping and redelivery", test_ack_bookkeeping_and_redelivery);
     CU_add_test(s, "key_shared sticky ranges", test_key_shared_sticky_ranges);
     CU_add_test(s, "unknown ids and oversized permits", test_unknown_ids_and_oversized_permits);
