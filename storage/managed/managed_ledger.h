@@ -84,10 +84,14 @@ int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
  * managedLedgerCacheEvictionTimeThresholdMillis; 1 s by default, 0: no limit).
  * Independently, entries every open cursor has read are evicted at once. */
 void ml_factory_set_cache_age(ml_factory_t *f, double seconds);
-/* How many times an aged entry that an open cursor has yet to read, and reads
- * soon, is given another period instead of being evicted (Pulsar's PIP-430:
+/* How many times an aged entry that an active cursor has yet to read (at most
+ * the cache's size behind it) is given another period instead of being evicted
+ * (Pulsar's PIP-430:
  * managedLedgerCacheEvictionExtendTTLOfEntriesWithRemainingExpectedReadsMaxTimes,
- * 5 by default; 0, or cacheEvictionByExpectedReadCount=false: never). */
+ * 5 by default). With times > 0 an added entry is also cached for such a
+ * cursor however many entries behind; with 0 (as for
+ * cacheEvictionByExpectedReadCount=false) neither: the rule before, entries
+ * cached for a cursor at most ML_CACHE_BACKLOG_ENTRIES behind and aged out. */
 #define ML_CACHE_EXTENSIONS_DEFAULT 5
 void ml_factory_set_cache_extensions(ml_factory_t *f, uint32_t times);
 /* Bytes all reads from ledgers may hold at once (Pulsar's
