@@ -394,7 +394,7 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     if (rc == 0)
-        ml_factory_set_cache_extensions(sa->mlf, by_expected ? (uint32_t)extensions : 0);
+        ml_factory_set_cache_expected_reads(sa->mlf, by_expected, (uint32_t)extensions);
     int64_t reads_mb = 0;
     if (rc == 0 && qconfig_get_int(sa->conf, "managedLedgerMaxReadsInFlightSizeInMB", 32, 0,
                                    1 << 20, &reads_mb) < 0) {

@@ -225,7 +225,7 @@ bool ml_cache_expected_read(const void *owner, ml_pos_t pos, void *arg)
 
 bool ml_cache_wanted(const managed_ledger_t *ml, ml_pos_t pos)
 {
-    int e = ml->f->cache_extensions_max > 0 ? expected_read(ml, pos) : -1;
+    int e = ml->f->cache_by_expected ? expected_read(ml, pos) : -1;
     return e >= 0 ? e == 1 : ml_cursors_any_tailing(ml, pos);
 }
 

@@ -63,7 +63,7 @@ bool ml_cursor_has_more(const ml_cursor_t *c);
 void ml_cursor_set_cache_hold(ml_cursor_t *c, const ml_pos_t *from);
 /* Whether c's user has readers now (Pulsar's active cursor: a subscription with
  * consumers; true from open). Only for an active cursor are added entries cached
- * and aged ones it has yet to read kept (ml_factory_set_cache_extensions). */
+ * and aged ones it has yet to read kept (ml_factory_set_cache_expected_reads). */
 void ml_cursor_set_active(ml_cursor_t *c, bool active);
 /* Moves the read position (redelivery: rewind to the first unacknowledged). */
 void ml_cursor_seek_read(ml_cursor_t *c, ml_pos_t pos);

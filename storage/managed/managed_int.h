@@ -268,6 +268,7 @@ struct ml_factory {
     ev_timer trim_timer;   /* one for all: every ML_TRIM_INTERVAL_S (ml_trim.c) */
     ev_timer cache_timer;  /* age eviction; runs while the cache holds entries */
     double cache_age_s;    /* 0: no age eviction */
+    bool cache_by_expected; /* PIP-430 expected reads (ml_factory_set_cache_expected_reads) */
     uint32_t cache_extensions_max; /* aged entries a reader expects: periods more (0: none) */
     uint64_t cache_bytes_max;      /* the cache's bound: how far behind a reader it serves */
     size_t trim_ticking;   /* managed ledgers it serves; it runs while > 0 */
@@ -405,7 +406,7 @@ bool ml_cursors_slowest(const managed_ledger_t *ml, ml_pos_t *mark_delete);
  * reader the entry cache can serve; Pulsar's active, not backlogged, cursor). */
 bool ml_cursors_any_tailing(const managed_ledger_t *ml, ml_pos_t pos);
 /* Whether an entry added at pos goes into the cache: with expected reads on
- * (ml_factory_set_cache_extensions > 0), if an active cursor is still to read
+ * (ml_factory_set_cache_expected_reads), if an active cursor is still to read
  * it and at most the cache's size behind it (PIP-430 sets the backlogged-cursor
  * rule aside; a reader further behind than the cache holds would find it
  * evicted by size first); else, or past ML_CACHE_READERS_MAX cursors, if an

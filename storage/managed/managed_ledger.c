@@ -80,7 +80,7 @@ static void cache_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     ml_factory_t *f = w->data;
     ml_cache_keep_t keep = {.expected = ml_cache_expected_read,
-                            .extensions_max = f->cache_extensions_max};
+                            .extensions_max = f->cache_by_expected ? f->cache_extensions_max : 0};
     double now = ev_now(loop);
     ml_cache_evict_older(f->cache, now - f->cache_age_s, now, &keep);
     if (ml_cache_empty(f->cache))
@@ -123,9 +123,10 @@ void ml_factory_set_cache_age(ml_factory_t *f, double seconds)
         cache_timer_arm(f);
 }
 
-void ml_factory_set_cache_extensions(ml_factory_t *f, uint32_t times)
+void ml_factory_set_cache_expected_reads(ml_factory_t *f, bool on, uint32_t extensions)
 {
-    f->cache_extensions_max = times;
+    f->cache_by_expected = on;
+    f->cache_extensions_max = extensions;
 }
 
 void ml_cache_added(managed_ledger_t *ml, ml_pos_t pos, qbuf_t *data)
@@ -151,6 +152,7 @@ int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
     f->by_name = qmap_new();
     ml_trim_timer_init(f);
     f->cache_age_s = ML_CACHE_AGE_S;
+    f->cache_by_expected = true;
     f->cache_extensions_max = ML_CACHE_EXTENSIONS_DEFAULT;
     ev_init(&f->cache_timer, cache_timer_cb);
     f->cache_timer.data = f;

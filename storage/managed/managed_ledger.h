@@ -84,16 +84,17 @@ int ml_factory_new(struct ev_loop *loop, md_store_t *md, ledger_client_t *lc,
  * managedLedgerCacheEvictionTimeThresholdMillis; 1 s by default, 0: no limit).
  * Independently, entries every open cursor has read are evicted at once. */
 void ml_factory_set_cache_age(ml_factory_t *f, double seconds);
-/* How many times an aged entry that an active cursor has yet to read (at most
- * the cache's size behind it) is given another period instead of being evicted
- * (Pulsar's PIP-430:
- * managedLedgerCacheEvictionExtendTTLOfEntriesWithRemainingExpectedReadsMaxTimes,
- * 5 by default). With times > 0 an added entry is also cached for such a
- * cursor however many entries behind; with 0 (as for
- * cacheEvictionByExpectedReadCount=false) neither: the rule before, entries
- * cached for a cursor at most ML_CACHE_BACKLOG_ENTRIES behind and aged out. */
+/* Pulsar's PIP-430 expected reads (cacheEvictionByExpectedReadCount, on by
+ * default). On: an added entry is cached if an active cursor is still to read
+ * it, however many entries behind (at most the cache's size behind it), and an
+ * aged entry such a cursor has yet to read is given another period instead of
+ * being evicted, at most `extensions` times
+ * (managedLedgerCacheEvictionExtendTTLOfEntriesWithRemainingExpectedReadsMaxTimes,
+ * 5 by default; 0: added entries cached so, aged ones evicted). Off: the rule
+ * before, entries cached for a cursor at most ML_CACHE_BACKLOG_ENTRIES behind
+ * and aged out; extensions is then not used. */
 #define ML_CACHE_EXTENSIONS_DEFAULT 5
-void ml_factory_set_cache_extensions(ml_factory_t *f, uint32_t times);
+void ml_factory_set_cache_expected_reads(ml_factory_t *f, bool on, uint32_t extensions);
 /* Bytes all reads from ledgers may hold at once (Pulsar's
  * managedLedgerMaxReadsInFlightSizeInMB; 0, the factory's default: no bound). A
  * read asking a ledger for entries reserves their size, by the ledger's
@@ -111,7 +112,7 @@ typedef struct ml_cache_info {
     uint64_t hits, hit_bytes;
     uint64_t misses, miss_bytes;
     uint64_t evictions_size, evictions_read, evictions_age;
-    uint64_t extensions; /* aged entries given another period (ml_factory_set_cache_extensions) */
+    uint64_t extensions; /* aged entries given another period (expected reads) */
     /* reads from ledgers: bytes held now (reserved or read), reads waiting
      * now and ever for the bound (ml_factory_set_reads_bytes_max) */
     uint64_t reads_bytes, reads_waiting, reads_waited;

@@ -1200,7 +1200,7 @@ static void test_cache_skips_backlogged_cursor(void)
     managed_ledger_t *ml = open_ml(&s, "t/backlog", &cfg);
     TEST_REQUIRE(ml != NULL);
     ml_factory_set_cache_age(s.f, 0); /* only the backlog rule decides here */
-    ml_factory_set_cache_extensions(s.f, 0);
+    ml_factory_set_cache_expected_reads(s.f, false, 0);
     ml_cursor_t *c = open_cursor(&s, ml, "idle", ML_POS_LATEST, true);
     TEST_REQUIRE(c != NULL);
     adds_t a;
@@ -1218,6 +1218,47 @@ static void test_cache_skips_backlogged_cursor(void)
     CU_ASSERT_EQUAL(rs.cache_hits, 100);
     ml_cache_get_stats(ml_factory_cache(s.f), &cs);
     CU_ASSERT_EQUAL(cs.entries, ML_CACHE_BACKLOG_ENTRIES + 1 - 100);
+    CU_ASSERT_EQUAL(close_cursor(&s, c), 0);
+    CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
+    stack_close(&s);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* Expected reads on with no extensions (...MaxTimes=0, as Pulsar reads it): an
+ * added entry is still cached for an active cursor 1,000 entries behind or
+ * more, but an aged one it has yet to read is evicted at the next pass. */
+static void test_cache_expected_reads_without_extensions(void)
+{
+    char *dir = test_tmpdir("ml-noext");
+    tstack_t s;
+    TEST_REQUIRE(stack_open(&s, dir, 8u << 20) == 0);
+    ml_config_t cfg = small_config();
+    cfg.max_entries_per_ledger = 5000;
+    managed_ledger_t *ml = open_ml(&s, "t/noext", &cfg);
+    TEST_REQUIRE(ml != NULL);
+    ml_factory_set_cache_age(s.f, 0);
+    ml_factory_set_cache_expected_reads(s.f, true, 0);
+    ml_cursor_t *c = open_cursor(&s, ml, "behind", ML_POS_LATEST, true);
+    TEST_REQUIRE(c != NULL);
+    adds_t a;
+    for (int k = 0; k < 3; k++) /* entries 0..1199: all cached */
+        CU_ASSERT_EQUAL(add_entries(&s, ml, "x", k * 400, 400, 0, &a), 400);
+    const ml_cache_t *cache = ml_factory_cache(s.f);
+    ml_cache_stats_t cs;
+    ml_cache_get_stats(cache, &cs);
+    CU_ASSERT_EQUAL(cs.inserts, 1200);
+    ml_factory_set_cache_age(s.f, 0.05);
+    for (int i = 0; i < 200 && !ml_cache_empty(cache); i++)
+        test_run_for(s.loop, 0.01);
+    ml_cache_get_stats(cache, &cs);
+    CU_ASSERT_EQUAL(cs.entries, 0);
+    CU_ASSERT_EQUAL(cs.evictions_age, 1200);
+    CU_ASSERT_EQUAL(cs.extensions, 0);
+    got_t g;
+    CU_ASSERT_EQUAL(cursor_read(&s, c, 10, &g), 0); /* from the ledger now */
+    CU_ASSERT_EQUAL(g.n, 10);
+    CU_ASSERT_TRUE(text_is(&g, 9, "x", 9));
     CU_ASSERT_EQUAL(close_cursor(&s, c), 0);
     CU_ASSERT_EQUAL(close_ml(&s, ml), 0);
     stack_close(&s);
@@ -1622,6 +1663,8 @@ void register_managed_suite(void)
     CU_add_test(s, "cache eviction follows the slowest cursor and age",
                 test_cache_eviction_follows_cursors);
     CU_add_test(s, "cache skips a backlogged cursor", test_cache_skips_backlogged_cursor);
+    CU_add_test(s, "cache: expected reads without extensions",
+                test_cache_expected_reads_without_extensions);
     CU_add_test(s, "cache for active cursors however far behind, not inactive ones",
                 test_cache_for_active_cursors);
     CU_add_test(s, "cache keeps what a cursor's user holds for replay",
