@@ -616,6 +616,7 @@ def run_xcheck(srv, perf, tag, rate, secs, servers, freeze_on, tc_dir):
     """pulsar-perf produce vs quire-perf produce, same load (1 KiB, rate, 1 ms batches)."""
     if freeze_on:
         freeze(servers, srv)
+    settle()  # as before every scenario: the other server's dirty pages written back first
     q = flat(perf.run("produce", srv.url, ["--topics", "x-q-" + tag, "--size", 1024, "--rate", rate,
                       "--max-pending", 10000, "--seconds", secs, "--warmup-seconds", 5],
                       "x-quireperf-" + srv.label, secs + 120))
