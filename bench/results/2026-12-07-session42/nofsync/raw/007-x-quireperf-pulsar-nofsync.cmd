@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf produce --service-url pulsar://127.0.0.1:36589 --json /tmp/s42/runs/nofsync/raw/007-x-quireperf-pulsar-nofsync.json --report-interval-s 5 --op-timeout-s 60 --topics x-q-pno0 --size 1024 --rate 20000 --max-pending 10000 --seconds 30 --warmup-seconds 5

@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf both --service-url pulsar://127.0.0.1:50761 --json /tmp/s42/runs/nofsync2/raw/005-c-pulsar-nofsync.json --report-interval-s 5 --op-timeout-s 60 --topics c-pno00 --size 1024 --rate 50000 --batch-max-delay-ms 1 --max-pending 10000 --receiver-queue-size 10000 --seconds 10 --warmup-seconds 3
