@@ -111,6 +111,11 @@ LATENCY_SUMMARIES = {  # Quire's /metrics summaries, read per 1-s window (srv_*_
     "bookie_journal_JOURNAL_ADD_ENTRY": "srv_add",    # the bookie's add, submitted to durable
     "quire_bookie_direct_sync_latency": "srv_direct",  # a group's direct-log write + sync
     "bookie_journal_JOURNAL_SYNC": "srv_jsync",       # the journal's fdatasync
+    # an add's three parts (srv_add = srv_queue + srv_group + srv_cb, add by add)
+    "bookie_journal_JOURNAL_QUEUE_LATENCY": "srv_queue",  # waiting for the journal thread
+    "quire_bookie_journal_group_latency": "srv_group",    # its group's forming, writes, syncs
+    "quire_bookie_add_callback_latency": "srv_cb",        # back to the loop thread
+    "bookie_journal_JOURNAL_CREATION_LATENCY": "srv_jroll",  # a roll to a new journal file
 }
 
 
@@ -118,9 +123,10 @@ class LatencyWindows:
     """Quire only: reads /metrics every second from `delay` s on, while a phase runs; Quire
     is started with --statsUpdateFrequencyInSecs=1, so each read shows the latency summaries'
     quantiles over the last whole second. stop() gives, per summary, the median and the
-    largest of the windows' p99s (the first window seen is dropped: it may end before the
-    phase began). Says which part of the server a publish's time went to, window by window
-    (docs/performance.md, session 34)."""
+    largest of the windows' p99s and the largest of their maxima (the first window seen is
+    dropped: it may end before the phase began), and the maxima of every summary in the
+    window whose slowest add was the slowest (srv_worst). Says which part of the server a
+    publish's time went to, window by window (docs/performance.md, sessions 34 and 43)."""
 
     def __init__(self, srv, delay=0.0):
         self.srv, self.delay, self.rows = srv, delay, []
@@ -140,12 +146,16 @@ class LatencyWindows:
             return None
         row = {}
         for line in text.splitlines():
-            if 'quantile="0.99"' not in line:
+            if 'quantile="0.99"' in line:
+                suffix = ""
+            elif 'quantile="1.0"' in line:
+                suffix = "_max"
+            else:
                 continue
             name = line.split("{")[0]
             if name in LATENCY_SUMMARIES:
                 try:
-                    row[LATENCY_SUMMARIES[name]] = float(line.rsplit(" ", 1)[1])
+                    row[LATENCY_SUMMARIES[name] + suffix] = float(line.rsplit(" ", 1)[1])
                 except ValueError:
                     pass
         return row
@@ -167,12 +177,21 @@ class LatencyWindows:
         self.stop_ev.set()
         self.th.join(10)
         out = {}
+        rows = self.rows[1:]
+        has = lambda r, k: r.get(k) is not None and r[k] == r[k]  # present, not NaN
         for key in LATENCY_SUMMARIES.values():
-            vals = [r[key] for r in self.rows[1:] if key in r and r[key] == r[key]]  # not NaN
+            vals = [r[key] for r in rows if has(r, key)]
             if vals:
                 out[key + "_p99_ms"] = round(med(vals), 3)
                 out[key + "_p99_max_ms"] = round(max(vals), 3)
-        out["srv_windows"] = max(0, len(self.rows) - 1)
+            maxes = [r[key + "_max"] for r in rows if has(r, key + "_max")]
+            if maxes:
+                out[key + "_max_ms"] = round(max(maxes), 3)
+        worst = [r for r in rows if has(r, "srv_add_max")]
+        if worst:
+            w = max(worst, key=lambda r: r["srv_add_max"])
+            out["srv_worst"] = {k[:-4]: w[k] for k in sorted(w) if k.endswith("_max") and has(w, k)}
+        out["srv_windows"] = max(0, len(rows))
         return out
 
 
@@ -678,10 +697,10 @@ def run_start(build, workdir, n):
 TABLE_KEYS = {
     "a": ["produce_mb_per_s", "produce_msg_per_s", "consume_mb_per_s", "pub_p50_ms", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms"],
     "b": ["produce_msg_per_s", "consume_msg_per_s", "produce_mb_per_s", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
-    "c": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms", "srv_publish_p99_ms", "srv_add_p99_ms", "srv_direct_p99_ms", "srv_jsync_p99_ms"],
+    "c": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms", "srv_publish_p99_ms", "srv_add_p99_ms", "srv_queue_p99_ms", "srv_group_p99_ms", "srv_cb_p99_ms", "srv_direct_p99_ms", "srv_jsync_p99_ms", "srv_add_max_ms"],
     "d": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
     "e": ["produce_msg_per_s", "consume_msg_per_s", "produce_mb_per_s", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
-    "f": ["backlog_mb", "fill_mb_per_s", "catchup_mb_per_s", "live_produce_msg_per_s", "live_pub_p50_ms", "live_pub_p99_ms", "live_pub_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms", "srv_publish_p99_ms", "srv_add_p99_ms", "srv_direct_p99_ms", "srv_jsync_p99_ms"],
+    "f": ["backlog_mb", "fill_mb_per_s", "catchup_mb_per_s", "live_produce_msg_per_s", "live_pub_p50_ms", "live_pub_p99_ms", "live_pub_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms", "srv_publish_p99_ms", "srv_add_p99_ms", "srv_queue_p99_ms", "srv_group_p99_ms", "srv_cb_p99_ms", "srv_direct_p99_ms", "srv_jsync_p99_ms", "srv_add_max_ms"],
     "u": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms"],
     "g": ["topics", "topics_per_s", "rss_before_mb", "rss_peak_mb", "rss_idle_mb", "idle_cpu_pct", "failed_procs"],
 }

@@ -563,8 +563,12 @@ static void bookie_group_done(void *ctx, uint64_t begin, uint64_t end, int rc, j
     uint64_t now = clock_mono_us();
     for (uint64_t i = begin; i < end; i++) {
         journal_req_t *r = journal_slot(bk->journal, i);
-        if (r->type == JREC_ADD && r->rc == 0) /* JOURNAL_ADD_ENTRY: submitted to durable */
+        if (r->type == JREC_ADD && r->rc == 0) { /* JOURNAL_ADD_ENTRY: submitted to durable */
             latq_record(bk->lat_add, now - r->submit_us, now);
+            latq_record(bk->lat_queue, r->pick_us - r->submit_us, now);
+            latq_record(bk->lat_group, r->durable_us - r->pick_us, now);
+            latq_record(bk->lat_cb, now - r->durable_us, now);
+        }
         bookie_complete_one(bk, r);
         qbuf_unref(r->data);
         r->data = NULL;
@@ -1274,6 +1278,10 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     latq_read(bk->lat_add, now, &out->journal_add_latency);
     latq_read(bk->lat_sync, now, &out->journal_sync_latency);
     latq_read(bk->lat_direct, now, &out->direct_latency);
+    latq_read(bk->lat_queue, now, &out->journal_queue_latency);
+    latq_read(bk->lat_group, now, &out->journal_group_latency);
+    latq_read(bk->lat_cb, now, &out->add_callback_latency);
+    latq_read(bk->lat_roll, now, &out->journal_creation_latency);
     pthread_mutex_lock(&bk->lock);
     out->ledgers = bk->ledgers.live;
     out->entry_logs = bk->logs.count;
@@ -1644,6 +1652,10 @@ static void bookie_free(bookie_t *bk)
     latq_free(bk->lat_add);
     latq_free(bk->lat_sync);
     latq_free(bk->lat_direct);
+    latq_free(bk->lat_queue);
+    latq_free(bk->lat_group);
+    latq_free(bk->lat_cb);
+    latq_free(bk->lat_roll);
     if (bk->meta_fd >= 0)
         close(bk->meta_fd);
     pthread_mutex_destroy(&bk->lock);
@@ -1710,8 +1722,13 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
     bk->lat_add = latq_new(window_us);
     bk->lat_sync = latq_new(window_us);
     bk->lat_direct = latq_new(window_us);
-    int rc = !bk->dir || !bk->lat_add || !bk->lat_sync || !bk->lat_direct ? -ENOMEM
-                                                                          : bookie_init_dirs(bk);
+    bk->lat_queue = latq_new(window_us);
+    bk->lat_group = latq_new(window_us);
+    bk->lat_cb = latq_new(window_us);
+    bk->lat_roll = latq_new(window_us);
+    bool lat_ok = bk->lat_add && bk->lat_sync && bk->lat_direct && bk->lat_queue && bk->lat_group &&
+                  bk->lat_cb && bk->lat_roll;
+    int rc = !bk->dir || !lat_ok ? -ENOMEM : bookie_init_dirs(bk);
     if (rc == 0)
         rc = io_gate_init(&bk->gate, cfg->read_yield_us);
     bk->gate_ok = rc == 0;
@@ -1741,7 +1758,8 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
                            NULL,
                            cfg->journal_format_version,
                            bk->lat_sync,
-                           bk->lat_direct};
+                           bk->lat_direct,
+                           bk->lat_roll};
     if (rc == 0) {
         spares_remove_left(bk->jdir);
         spares_remove_left(bk->ldir);

@@ -261,6 +261,14 @@ typedef struct bookie_stats {
      * JOURNAL_ADD_ENTRY), the journal's fdatasync (JOURNAL_SYNC), and a
      * group's large entries' write and fdatasync in their direct log. */
     latq_view_t journal_add_latency, journal_sync_latency, direct_latency;
+    /* An add's time in three parts that sum to journal_add_latency's: queued
+     * until the journal thread takes it into a group (BookKeeper's
+     * JOURNAL_QUEUE_LATENCY), from there until its group is written and
+     * synced (the group's forming, writes and syncs), and from there until
+     * the loop thread completes it. And each roll to a new journal file
+     * (JOURNAL_CREATION_LATENCY). */
+    latq_view_t journal_queue_latency, journal_group_latency, add_callback_latency;
+    latq_view_t journal_creation_latency;
 } bookie_stats_t;
 /* Loop thread (the caches' sizes are the loop's). */
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);

@@ -421,6 +421,7 @@ static bool group_add(journal_t *j, journal_req_t *r)
     size_t ref = JOURNAL_HEADER_BYTES + JOURNAL_REF_BYTES;
     if (j->gbuf_len + ref + JOURNAL_DIO_ALIGN_MAX > j->gbuf_cap && gbuf_grow(j, ref) != 0)
         return false;
+    r->pick_us = clock_mono_us();
     if (r->type == JREC_ADD && j->cfg.direct && j->cfg.large_entry_bytes &&
         r->data->len >= j->cfg.large_entry_bytes) {
         int added = group_add_direct(j, r);
@@ -643,9 +644,14 @@ static void journal_post(journal_t *j, uint64_t begin, uint64_t end, int rc)
  * other failure is the journal's last (-errno). */
 static int journal_roll(journal_t *j)
 {
+    uint64_t t0 = clock_mono_us();
     int rc = atomic_exchange(&j->inject_roll, 0);
     if (rc == 0)
         rc = journal_file_create(j, j->seq + 1);
+    if (rc == 0 && j->cfg.roll_latency) {
+        uint64_t t1 = clock_mono_us();
+        latq_record(j->cfg.roll_latency, t1 - t0, t1);
+    }
     if (rc == -ENOSPC || rc == -EDQUOT) {
         if (!j->roll_failing)
             log_warn("bookie",
@@ -691,6 +697,9 @@ static void journal_run_group(journal_t *j, uint64_t avail)
     assert(j->taken > begin);
     if (rc == 0)
         rc = j->failed = group_write(j);
+    uint64_t done = clock_mono_us();
+    for (uint64_t i = begin; i < j->taken; i++)
+        j->ring[i % j->cfg.ring_slots].durable_us = done;
     journal_post(j, begin, j->taken, rc);
 }
 

@@ -143,7 +143,9 @@ typedef struct journal_req {
         bookie_done_cb done;
     } cb;
     void *arg;
-    uint64_t submit_us; /* clock_mono_us() at journal_submit */
+    uint64_t submit_us;  /* clock_mono_us() at journal_submit */
+    uint64_t pick_us;    /* ... when the journal thread took it into a group */
+    uint64_t durable_us; /* ... when that group's writes and syncs ended */
 } journal_req_t;
 
 typedef struct journal_config {
@@ -162,6 +164,7 @@ typedef struct journal_config {
     uint32_t format;            /* the format written: 2, or 3 (JOURNAL_FORMAT_VERSION) */
     latq_t *sync_latency;       /* each fdatasync of the journal recorded here, or NULL */
     latq_t *direct_latency;     /* each group's direct records' write and sync, or NULL */
+    latq_t *roll_latency;       /* each next journal file's creation (a roll), or NULL */
 } journal_config_t;
 
 /* Called on the loop for each group: slots [begin, end) were written (rc == 0)

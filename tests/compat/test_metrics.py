@@ -445,6 +445,23 @@ def test_latency_summaries_have_quantiles_of_the_last_window():
                        "bookie_journal_JOURNAL_ADD_ENTRY_count") >= 50
         assert _sample(fams, "quire_bookie_direct_sync_latency",
                        "quire_bookie_direct_sync_latency_count") >= 5
+        # an add's three parts: one of each per add, their times adding up to its whole
+        parts = ("bookie_journal_JOURNAL_QUEUE_LATENCY", "quire_bookie_journal_group_latency",
+                 "quire_bookie_add_callback_latency")
+        adds = _sample(fams, "bookie_journal_JOURNAL_ADD_ENTRY",
+                       "bookie_journal_JOURNAL_ADD_ENTRY_count")
+        for family in parts:
+            q = _quantiles(fams, family, **ok)
+            vals = [q[k] for k in ("0.5", "0.75", "0.95", "0.99", "0.999", "0.9999", "1.0")]
+            assert all(v >= 0 for v in vals) and vals == sorted(vals), (family, q)
+            assert _sample(fams, family, family + "_count") == adds
+        assert _quantiles(fams, "quire_bookie_journal_group_latency", **ok)["1.0"] > 0
+        whole = _sample(fams, "bookie_journal_JOURNAL_ADD_ENTRY",
+                        "bookie_journal_JOURNAL_ADD_ENTRY_sum")
+        assert abs(sum(_sample(fams, f, f + "_sum") for f in parts) - whole) < 0.005
+        # no roll yet (a new server's first journal file): the summary with nothing in it
+        assert _sample(fams, "bookie_journal_JOURNAL_CREATION_LATENCY",
+                       "bookie_journal_JOURNAL_CREATION_LATENCY_count") == 0
         time.sleep(2.2)  # two windows without a send
         fams = _families(srv.web_url)
         assert all(math.isnan(v) for v in _quantiles(fams, "pulsar_broker_publish_latency",

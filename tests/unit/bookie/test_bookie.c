@@ -383,26 +383,41 @@ static void test_cache_gauges(void)
 }
 
 /* The latency summaries (bookie_stats_t's latq views, /metrics' JOURNAL_ADD_ENTRY,
- * JOURNAL_SYNC and direct-log writes): every add, journal fdatasync and direct write
- * counted once, with its time; after a window (1 s here), quantiles in order. */
+ * JOURNAL_SYNC, direct-log writes, an add's three parts and journal rolls): every
+ * add, journal fdatasync, direct write and roll counted once, with its time; an
+ * add's parts add up to its whole; after a window (1 s here), quantiles in order. */
 static void test_latency_summaries(void)
 {
     char *dir = bt_dir("bk-latq");
     bookie_config_t cfg;
     bt_config(&cfg, dir);
     cfg.stats_window_s = 1;
+    cfg.journal_file_size_bytes = 64u << 10; /* the small adds roll it */
     bookie_t *bk = bt_open(&cfg);
     bookie_stats_t st;
     bookie_get_stats(bk, &st);
     CU_ASSERT_EQUAL(st.journal_add_latency.count, 0);
     CU_ASSERT_TRUE(isnan(st.journal_add_latency.q_ms[1]));
-    for (int64_t e = 0; e < 20; e++)
+    CU_ASSERT_EQUAL(st.journal_creation_latency.count, 0);
+    for (int64_t e = 0; e < 100; e++)
         TEST_REQUIRE(bt_add(bk, 1, e, e - 1, 1000) == 0);
     for (int64_t e = 0; e < 5; e++) /* large: each group writes the direct log */
         TEST_REQUIRE(bt_add(bk, 2, e, e - 1, 40000) == 0);
     bookie_get_stats(bk, &st);
-    CU_ASSERT_EQUAL(st.journal_add_latency.count, 25);
+    CU_ASSERT_EQUAL(st.journal_add_latency.count, 105);
     CU_ASSERT_TRUE(st.journal_add_latency.sum_ms > 0);
+    const latq_view_t *part[] = {&st.journal_queue_latency, &st.journal_group_latency,
+                                 &st.add_callback_latency};
+    double parts_ms = 0;
+    for (size_t k = 0; k < 3; k++) {
+        CU_ASSERT_EQUAL(part[k]->count, 105);
+        parts_ms += part[k]->sum_ms;
+    }
+    /* each add's queue + group + callback is its submission to its completion */
+    CU_ASSERT_DOUBLE_EQUAL(parts_ms, st.journal_add_latency.sum_ms, 0.0005);
+    /* a group's time holds its sync */
+    CU_ASSERT_TRUE(st.journal_group_latency.sum_ms >= st.journal_sync_us_total / 1000.0 * 0.99);
+    CU_ASSERT_TRUE(st.journal_creation_latency.count >= 1); /* 100 KB through 64-KiB files */
     CU_ASSERT_TRUE(st.journal_syncs >= 1);
     CU_ASSERT_EQUAL(st.journal_sync_latency.count, st.journal_syncs);
     CU_ASSERT_DOUBLE_EQUAL(st.journal_sync_latency.sum_ms, st.journal_sync_us_total / 1000.0, 0.01);
@@ -410,9 +425,11 @@ static void test_latency_summaries(void)
     CU_ASSERT_EQUAL(st.direct_latency.count, st.direct_syncs);
     usleep(1100 * 1000); /* the window ends; the next read rotates it */
     bookie_get_stats(bk, &st);
-    const latq_view_t *v[] = {&st.journal_add_latency, &st.journal_sync_latency,
-                              &st.direct_latency};
-    for (size_t k = 0; k < 3; k++) {
+    const latq_view_t *v[] = {&st.journal_add_latency,     &st.journal_sync_latency,
+                              &st.direct_latency,          &st.journal_queue_latency,
+                              &st.journal_group_latency,   &st.add_callback_latency,
+                              &st.journal_creation_latency};
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
         CU_ASSERT_TRUE(v[k]->window_s >= 1.0);
         for (int i = 0; i < LATQ_NQ; i++) {
             CU_ASSERT_FALSE(isnan(v[k]->q_ms[i]));
