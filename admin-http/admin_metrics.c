@@ -1034,6 +1034,10 @@ static void metrics_job_render(void *arg)
                    "Publish latency (ms): from a SEND to its durable append, quantiles over the "
                    "last statsUpdateFrequencyInSecs",
                    cl_label, &counts.publish_latency, QUANTILES_PULSAR);
+    render_summary(f, "quire_broker_loop_iteration_latency",
+                   "The event loop's iterations (ms): from its poll's return to its next poll, "
+                   "the longest a request arriving meanwhile waits to be read",
+                   cl_label, &counts.loop_latency, QUANTILES_PULSAR);
     render_cache(f, cl, &counts.cache);
 
     render_topic_family(f, &sn, "pulsar_subscriptions_count", "gauge", "Number of subscriptions",

@@ -116,6 +116,7 @@ LATENCY_SUMMARIES = {  # Quire's /metrics summaries, read per 1-s window (srv_*_
     "quire_bookie_journal_group_latency": "srv_group",    # its group's forming, writes, syncs
     "quire_bookie_add_callback_latency": "srv_cb",        # back to the loop thread
     "bookie_journal_JOURNAL_CREATION_LATENCY": "srv_jroll",  # a roll to a new journal file
+    "quire_broker_loop_iteration_latency": "srv_loop",  # one event-loop iteration, poll to poll
 }
 
 

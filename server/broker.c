@@ -227,20 +227,27 @@ int broker_new(struct ev_loop *loop, const broker_config_t *cfg, md_store_t *md,
     b->topics = qmap_new();
     b->ns_policies = qmap_new();
     b->mailbox = qloop_mailbox_new(loop);
-    b->publish_latency =
-        latq_new((uint64_t)(cfg->stats_window_s ? cfg->stats_window_s : 60) * 1000000u);
-    if (!b->topics || !b->mailbox || !b->ns_policies || !b->publish_latency) {
+    uint64_t window_us = (uint64_t)(cfg->stats_window_s ? cfg->stats_window_s : 60) * 1000000u;
+    b->publish_latency = latq_new(window_us);
+    b->loop_latency = latq_new(window_us);
+    if (!b->topics || !b->mailbox || !b->ns_policies || !b->publish_latency || !b->loop_latency) {
         qmap_free(b->topics);
         qmap_free(b->ns_policies);
         qloop_mailbox_free(b->mailbox);
         latq_free(b->publish_latency);
+        latq_free(b->loop_latency);
         free(b);
         return -ENOMEM;
     }
     ev_prepare_init(&b->flush_prepare, broker_flush_cb);
     b->flush_prepare.data = b;
     ev_prepare_start(loop, &b->flush_prepare);
-    ev_unref(loop);              /* it alone does not keep ev_run() going */
+    ev_unref(loop); /* it alone does not keep ev_run() going */
+    ev_check_init(&b->loop_check, broker_loop_check_cb);
+    ev_set_priority(&b->loop_check, EV_MAXPRI); /* before the iteration's other callbacks */
+    b->loop_check.data = b;
+    ev_check_start(loop, &b->loop_check);
+    ev_unref(loop);
     broker_maintenance_start(b); /* TTL, subscription expiry, backlog quotas */
     *out = b;
     return 0;
@@ -435,6 +442,8 @@ void broker_free(broker_t *b)
     broker_maintenance_stop(b);
     ev_ref(b->loop);
     ev_prepare_stop(b->loop, &b->flush_prepare);
+    ev_ref(b->loop);
+    ev_check_stop(b->loop, &b->loop_check);
     broker_flush_drop(b);
     qmap_iter_t it = {0};
     void *v;
@@ -459,5 +468,6 @@ void broker_free(broker_t *b)
     broker_security_free(b);
     qloop_mailbox_free(b->mailbox);
     latq_free(b->publish_latency);
+    latq_free(b->loop_latency);
     free(b);
 }

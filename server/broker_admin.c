@@ -189,7 +189,9 @@ void broker_admin_counts_no_topics(broker_t *b, broker_admin_counts_t *out)
     out->socket_writes = b->socket_writes;
     if (b->mlf)
         ml_factory_cache_info(b->mlf, &out->cache);
-    latq_read(b->publish_latency, clock_mono_us(), &out->publish_latency);
+    uint64_t now = clock_mono_us();
+    latq_read(b->publish_latency, now, &out->publish_latency);
+    latq_read(b->loop_latency, now, &out->loop_latency);
 }
 
 size_t broker_admin_topics_count(broker_t *b)

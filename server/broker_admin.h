@@ -113,6 +113,7 @@ typedef struct broker_admin_counts {
     uint64_t socket_writes; /* writes to client sockets since start (frames leave in them) */
     ml_cache_info_t cache;  /* the managed ledgers' entry cache */
     latq_view_t publish_latency; /* SEND to durable append (pulsar_broker_publish_latency) */
+    latq_view_t loop_latency;    /* each loop iteration, poll to poll (broker_int.h) */
 } broker_admin_counts_t;
 
 /* Traffic counters of a topic (sub NULL) or of one of its subscriptions, now

@@ -51,6 +51,12 @@ struct broker {
     ml_factory_t *mlf;
     int listen_fd;
     latq_t *publish_latency; /* pulsar_broker_publish_latency: SEND to durable append */
+    /* Each loop iteration's time from the poll's return (loop_check, first of
+     * the iteration) to the end of flush_prepare (the last work before the
+     * next poll): what a request arriving meanwhile may wait to be read. */
+    latq_t *loop_latency;
+    ev_check loop_check;
+    uint64_t loop_woke_us; /* 0: not stamped this iteration */
     ev_io accept_watcher;
     accept_pause_t accept_pause; /* accept() out of descriptors: pause, do not spin */
     conn_t *conns;               /* doubly linked */
@@ -186,6 +192,7 @@ void broker_publish_bytes_release(broker_t *b, uint64_t bytes);
 void broker_accept_cb(struct ev_loop *loop, ev_io *w, int revents);
 /* Writes the frames queued in this loop iteration (connection.c). */
 void broker_flush_cb(struct ev_loop *loop, ev_prepare *w, int revents);
+void broker_loop_check_cb(struct ev_loop *loop, ev_check *w, int revents);
 /* Releases the connections still waiting for broker_flush_cb (broker_free). */
 void broker_flush_drop(broker_t *b);
 

@@ -327,9 +327,19 @@ static conn_t *flush_list_pop(broker_t *b)
 
 static void buffer_resume_now(broker_t *b);
 
+/* The loop's poll returned: an iteration starts (b->loop_latency). */
+void broker_loop_check_cb(struct ev_loop *loop, ev_check *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    broker_t *b = w->data;
+    b->loop_woke_us = clock_mono_us();
+}
+
 /* The loop is about to wait: resume the connections waiting for the publish
  * buffer if room opened, then write what this iteration queued. Writing may let
- * consumers dispatch, which queues more; the list is empty when this returns. */
+ * consumers dispatch, which queues more; the list is empty when this returns.
+ * The iteration ends here (b->loop_latency). */
 void broker_flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     (void)loop;
@@ -342,6 +352,11 @@ void broker_flush_cb(struct ev_loop *loop, ev_prepare *w, int revents)
         if (c->state != CONN_CLOSED && !ev_is_active(&c->write_watcher))
             conn_write_out(c);
         conn_unref(c);
+    }
+    if (b->loop_woke_us) {
+        uint64_t now = clock_mono_us();
+        latq_record(b->loop_latency, now - b->loop_woke_us, now);
+        b->loop_woke_us = 0;
     }
 }
 

@@ -428,6 +428,13 @@ def test_latency_summaries_have_quantiles_of_the_last_window():
         assert sorted(pub) == ["0.0", "0.5", "0.95", "0.99", "0.999", "0.9999", "1.0"]
         vals = [pub[q] for q in ("0.0", "0.5", "0.95", "0.99", "0.999", "0.9999", "1.0")]
         assert all(v > 0 for v in vals) and vals == sorted(vals), pub
+        # the loop's iterations: Pulsar's quantile set, in order, many of them
+        loop = _quantiles(fams, "quire_broker_loop_iteration_latency", **cl)
+        assert sorted(loop) == ["0.0", "0.5", "0.95", "0.99", "0.999", "0.9999", "1.0"]
+        lv = [loop[q] for q in ("0.0", "0.5", "0.95", "0.99", "0.999", "0.9999", "1.0")]
+        assert all(v >= 0 for v in lv) and lv == sorted(lv) and lv[-1] > 0, loop
+        assert _sample(fams, "quire_broker_loop_iteration_latency",
+                       "quire_broker_loop_iteration_latency_count") >= 50
         # the broker's part of a send is within what the client waited (+1 % buckets)
         assert pub["1.0"] <= slowest * 1.01 + 0.01, (pub, slowest)
         assert _sample(fams, "pulsar_broker_publish_latency",

@@ -1452,10 +1452,66 @@ static void test_prefixed_names(void)
     free(v);
 }
 
+static void loop_block_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    usleep(40 * 1000); /* a callback that holds the loop */
+    *(uint64_t *)w->data = clock_mono_us();
+}
+
+static void loop_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)w;
+    (void)revents;
+}
+
+/* quire_broker_loop_iteration_latency: every loop iteration timed from its
+ * poll's return to the next poll; a callback that holds the loop 40 ms shows
+ * as the window's slowest iteration, the others as short ones. */
+static void test_loop_iteration_latency(void)
+{
+    const char *const settings[][2] = {{"statsUpdateFrequencyInSecs", "1"}};
+    tbroker_t *tb = tbroker_start_with(settings, 1);
+    TEST_REQUIRE(tb != NULL);
+    broker_t *b = tbroker_broker(tb);
+    struct ev_loop *loop = tbroker_loop(tb);
+    broker_admin_counts_t before, after;
+    broker_admin_counts_no_topics(b, &before);
+    uint64_t blocked_at = 0;
+    ev_timer block, tick;
+    ev_timer_init(&block, loop_block_cb, 0.01, 0.0);
+    block.data = &blocked_at;
+    ev_timer_start(loop, &block);
+    ev_timer_init(&tick, loop_tick_cb, 0.005, 0.005); /* iterations after it */
+    ev_timer_start(loop, &tick);
+    /* until the window holding the blocked iteration has ended and is read
+     * (windows of 1 s: at most about 2 s after it) */
+    uint64_t t0 = clock_mono_us();
+    bool seen = false;
+    while (!seen && clock_mono_us() - t0 < 5000000) {
+        ev_run(loop, EVRUN_ONCE);
+        broker_admin_counts_no_topics(b, &after);
+        seen = blocked_at && after.loop_latency.q_ms[LATQ_NQ - 1] >= 40.0; /* NaN: false */
+    }
+    ev_timer_stop(loop, &tick);
+    ev_timer_stop(loop, &block);
+    CU_ASSERT_TRUE(seen);
+    const latq_view_t *v = &after.loop_latency;
+    CU_ASSERT_TRUE(v->count > before.loop_latency.count + 100);
+    CU_ASSERT_TRUE(v->sum_ms - before.loop_latency.sum_ms >= 40.0);
+    CU_ASSERT_TRUE(v->q_ms[1] < 40.0); /* the median: a short one */
+    for (int i = 1; i < LATQ_NQ; i++)
+        CU_ASSERT_TRUE(v->q_ms[i] >= v->q_ms[i - 1]);
+    tbroker_stop(tb);
+}
+
 static void register_suites(void)
 {
     CU_pSuite s = CU_add_suite("broker", NULL, NULL);
     CU_add_test(s, "handshake and bad first frame", test_handshake_and_bad_first_frame);
+    CU_add_test(s, "loop iterations timed, a blocked one seen", test_loop_iteration_latency);
     CU_add_test(s, "shared round robin", test_shared_round_robin);
     CU_add_test(s, "exclusive busy and permits", test_exclusive_busy_and_permits);
     CU_add_test(s, "reads sized by messages per entry", test_reads_sized_by_messages_per_entry);
