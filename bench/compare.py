@@ -196,6 +196,18 @@ class LatencyWindows:
         return out
 
 
+def worst_window(f):
+    """Quire: the maxima of the 1-s window whose slowest add was the slowest (srv_worst),
+    as one line's tail; "" without them."""
+    w = f.get("srv_worst")
+    if not w:
+        return ""
+    parts = ", ".join("%s %s" % (k, fmt(w[k])) for k in
+                      ("srv_queue", "srv_group", "srv_cb", "srv_direct", "srv_jsync", "srv_loop")
+                      if k in w)
+    return "; worst window max: add %s (%s)" % (fmt(w.get("srv_add")), parts)
+
+
 # ---------------------------------------------------------------- servers
 
 class Quire:
@@ -910,7 +922,7 @@ def main():
                                     fmt(f.get("journal_sync_mean_ms")), fmt(f.get("direct_sync_mean_ms"))),
                                 " dirty at start %s MB, kernel wrote %s MB, disk read %s MB" % (
                                     fmt(f.get("dirty_mb_at_start")), fmt(f.get("kernel_written_mb")),
-                                    fmt(f.get("disk_read_mb")))))
+                                    fmt(f.get("disk_read_mb"))) + worst_window(f)))
                             save()
             # f, g and xcheck: Quire and the first Pulsar configuration only (time)
             for srv in (targets if ci == 0 else []):
