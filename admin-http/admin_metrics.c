@@ -702,6 +702,10 @@ static void render_bookie(FILE *f, const bookie_stats_t *stp)
         {"bookie_journal_JOURNAL_CREATION_LATENCY",
          "Rolls to a new journal file: its creation, or the taking of a spare (ms).",
          &st.journal_creation_latency},
+        {"quire_bookie_direct_log_roll_latency",
+         "Rolls to a new direct entry log on the journal thread: its creation or a spare's "
+         "taking, its directory's fsync, the old log's padding cut (ms).",
+         &st.direct_roll_latency},
     };
     for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
         render_summary(f, sums[i].name, sums[i].help, "success=\"true\"", sums[i].v,

@@ -116,6 +116,7 @@ LATENCY_SUMMARIES = {  # Quire's /metrics summaries, read per 1-s window (srv_*_
     "quire_bookie_journal_group_latency": "srv_group",    # its group's forming, writes, syncs
     "quire_bookie_add_callback_latency": "srv_cb",        # back to the loop thread
     "bookie_journal_JOURNAL_CREATION_LATENCY": "srv_jroll",  # a roll to a new journal file
+    "quire_bookie_direct_log_roll_latency": "srv_droll",  # a roll to a new direct log
     "quire_broker_loop_iteration_latency": "srv_loop",  # one event-loop iteration, poll to poll
 }
 
@@ -203,7 +204,8 @@ def worst_window(f):
     if not w:
         return ""
     parts = ", ".join("%s %s" % (k, fmt(w[k])) for k in
-                      ("srv_queue", "srv_group", "srv_cb", "srv_direct", "srv_jsync", "srv_loop")
+                      ("srv_queue", "srv_group", "srv_cb", "srv_direct", "srv_jsync", "srv_jroll",
+                       "srv_droll", "srv_loop")
                       if k in w)
     return "; worst window max: add %s (%s)" % (fmt(w.get("srv_add")), parts)
 

@@ -1282,6 +1282,7 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     latq_read(bk->lat_group, now, &out->journal_group_latency);
     latq_read(bk->lat_cb, now, &out->add_callback_latency);
     latq_read(bk->lat_roll, now, &out->journal_creation_latency);
+    latq_read(bk->lat_droll, now, &out->direct_roll_latency);
     pthread_mutex_lock(&bk->lock);
     out->ledgers = bk->ledgers.live;
     out->entry_logs = bk->logs.count;
@@ -1656,6 +1657,7 @@ static void bookie_free(bookie_t *bk)
     latq_free(bk->lat_group);
     latq_free(bk->lat_cb);
     latq_free(bk->lat_roll);
+    latq_free(bk->lat_droll);
     if (bk->meta_fd >= 0)
         close(bk->meta_fd);
     pthread_mutex_destroy(&bk->lock);
@@ -1726,8 +1728,9 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
     bk->lat_group = latq_new(window_us);
     bk->lat_cb = latq_new(window_us);
     bk->lat_roll = latq_new(window_us);
+    bk->lat_droll = latq_new(window_us);
     bool lat_ok = bk->lat_add && bk->lat_sync && bk->lat_direct && bk->lat_queue && bk->lat_group &&
-                  bk->lat_cb && bk->lat_roll;
+                  bk->lat_cb && bk->lat_roll && bk->lat_droll;
     int rc = !bk->dir || !lat_ok ? -ENOMEM : bookie_init_dirs(bk);
     if (rc == 0)
         rc = io_gate_init(&bk->gate, cfg->read_yield_us);
@@ -1759,7 +1762,8 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
                            cfg->journal_format_version,
                            bk->lat_sync,
                            bk->lat_direct,
-                           bk->lat_roll};
+                           bk->lat_roll,
+                           bk->lat_droll};
     if (rc == 0) {
         spares_remove_left(bk->jdir);
         spares_remove_left(bk->ldir);

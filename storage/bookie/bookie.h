@@ -269,6 +269,10 @@ typedef struct bookie_stats {
      * (JOURNAL_CREATION_LATENCY). */
     latq_view_t journal_queue_latency, journal_group_latency, add_callback_latency;
     latq_view_t journal_creation_latency;
+    /* Each roll to a new direct entry log on the journal thread: the log's
+     * creation (or a spare's taking), its directory's fsync, the old log's
+     * padding cut; the group it opens waits for it. */
+    latq_view_t direct_roll_latency;
 } bookie_stats_t;
 /* Loop thread (the caches' sizes are the loop's). */
 void bookie_get_stats(bookie_t *bk, bookie_stats_t *out);

@@ -85,7 +85,7 @@ struct bookie {
     elog_direct_t direct; /* journal thread (once open) */
     spares_t *spares;     /* zeroed files for the journal and direct logs, or NULL */
     latq_t *lat_add, *lat_sync, *lat_direct; /* bookie_stats_t's latency views */
-    latq_t *lat_queue, *lat_group, *lat_cb, *lat_roll;
+    latq_t *lat_queue, *lat_group, *lat_cb, *lat_roll, *lat_droll;
     io_gate_t gate;       /* large reads wait for the journal's writes (io_gate.h) */
     bool gate_ok;         /* gate initialised */
 

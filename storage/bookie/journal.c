@@ -317,9 +317,13 @@ static int group_add_direct(journal_t *j, journal_req_t *r)
         return 0;
     assert(j->dcount < GROUP_DIRECT_MAX);
     uint8_t *dh = j->dhdr + (size_t)j->dcount * ELOG_HEADER_BYTES;
-    uint64_t off;
+    uint64_t off, t0 = elog_direct_needs_roll(d, len) ? clock_mono_us() : 0;
     int rc = elog_direct_reserve(d, r->ledger_id, r->entry_id, r->data->data, len, j->seq, j->off,
                                  dh, &r->log_id, &off, &crc);
+    if (t0 && rc == 0 && j->cfg.direct_roll_latency) { /* a new log: created, or a spare */
+        uint64_t t1 = clock_mono_us();
+        latq_record(j->cfg.direct_roll_latency, t1 - t0, t1);
+    }
     if (rc) {
         if (!j->direct_failing)
             log_warn("bookie",

@@ -165,6 +165,7 @@ typedef struct journal_config {
     latq_t *sync_latency;       /* each fdatasync of the journal recorded here, or NULL */
     latq_t *direct_latency;     /* each group's direct records' write and sync, or NULL */
     latq_t *roll_latency;       /* each next journal file's creation (a roll), or NULL */
+    latq_t *direct_roll_latency; /* each next direct log's creation, or NULL */
 } journal_config_t;
 
 /* Called on the loop for each group: slots [begin, end) were written (rc == 0)

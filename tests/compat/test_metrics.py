@@ -469,6 +469,9 @@ def test_latency_summaries_have_quantiles_of_the_last_window():
         # no roll yet (a new server's first journal file): the summary with nothing in it
         assert _sample(fams, "bookie_journal_JOURNAL_CREATION_LATENCY",
                        "bookie_journal_JOURNAL_CREATION_LATENCY_count") == 0
+        # the first large entry made the first direct log: one roll
+        assert _sample(fams, "quire_bookie_direct_log_roll_latency",
+                       "quire_bookie_direct_log_roll_latency_count") == 1
         time.sleep(2.2)  # two windows without a send
         fams = _families(srv.web_url)
         assert all(math.isnan(v) for v in _quantiles(fams, "pulsar_broker_publish_latency",

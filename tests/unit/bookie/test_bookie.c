@@ -418,6 +418,7 @@ static void test_latency_summaries(void)
     /* a group's time holds its sync */
     CU_ASSERT_TRUE(st.journal_group_latency.sum_ms >= st.journal_sync_us_total / 1000.0 * 0.99);
     CU_ASSERT_TRUE(st.journal_creation_latency.count >= 1); /* 100 KB through 64-KiB files */
+    CU_ASSERT_EQUAL(st.direct_roll_latency.count, 1);       /* the first log (4 MiB, no spares) */
     CU_ASSERT_TRUE(st.journal_syncs >= 1);
     CU_ASSERT_EQUAL(st.journal_sync_latency.count, st.journal_syncs);
     CU_ASSERT_DOUBLE_EQUAL(st.journal_sync_latency.sum_ms, st.journal_sync_us_total / 1000.0, 0.01);
@@ -425,10 +426,10 @@ static void test_latency_summaries(void)
     CU_ASSERT_EQUAL(st.direct_latency.count, st.direct_syncs);
     usleep(1100 * 1000); /* the window ends; the next read rotates it */
     bookie_get_stats(bk, &st);
-    const latq_view_t *v[] = {&st.journal_add_latency,     &st.journal_sync_latency,
-                              &st.direct_latency,          &st.journal_queue_latency,
-                              &st.journal_group_latency,   &st.add_callback_latency,
-                              &st.journal_creation_latency};
+    const latq_view_t *v[] = {&st.journal_add_latency,      &st.journal_sync_latency,
+                              &st.direct_latency,           &st.journal_queue_latency,
+                              &st.journal_group_latency,    &st.add_callback_latency,
+                              &st.journal_creation_latency, &st.direct_roll_latency};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
         CU_ASSERT_TRUE(v[k]->window_s >= 1.0);
         for (int i = 0; i < LATQ_NQ; i++) {
