@@ -463,6 +463,10 @@ def test_latency_summaries_have_quantiles_of_the_last_window():
             assert all(v >= 0 for v in vals) and vals == sorted(vals), (family, q)
             assert _sample(fams, family, family + "_count") == adds
         assert _quantiles(fams, "quire_bookie_journal_group_latency", **ok)["1.0"] > 0
+        # each part within the whole (+1 % buckets): a stamp missing would wrap to years
+        add_max = _quantiles(fams, "bookie_journal_JOURNAL_ADD_ENTRY", **ok)["1.0"]
+        for family in parts:
+            assert _quantiles(fams, family, **ok)["1.0"] <= add_max * 1.01 + 0.01, family
         whole = _sample(fams, "bookie_journal_JOURNAL_ADD_ENTRY",
                         "bookie_journal_JOURNAL_ADD_ENTRY_sum")
         assert abs(sum(_sample(fams, f, f + "_sum") for f in parts) - whole) < 0.005
