@@ -210,6 +210,20 @@ def worst_window(f):
     return "; worst window max: add %s (%s)" % (fmt(w.get("srv_add")), parts)
 
 
+def client_late(f):
+    """The load generator's own lateness (its timers fired late: its loop busy, or the
+    process or the VM held) and the host witness's (a thread that only sleeps: the
+    machine held), as one line's tail; "" without them."""
+    out = ""
+    if f.get("client_late_max_ms") is not None:
+        out += "; client timers late p99 %s max %s ms" % (fmt(f.get("client_late_p99_ms")),
+                                                          fmt(f.get("client_late_max_ms")))
+    if f.get("witness_max_ms") is not None:
+        out += "; witness late p99 %s max %s ms" % (fmt(f.get("witness_p99_ms")),
+                                                    fmt(f.get("witness_max_ms")))
+    return out
+
+
 # ---------------------------------------------------------------- servers
 
 class Quire:
@@ -337,6 +351,10 @@ class Perf:
     def __init__(self, build, outdir):
         self.bin = os.path.join(build, "tools", "quire-perf")
         self.outdir, self.n = outdir, 0
+        # The host witness (a thread that only sleeps 1 ms at a time) in the measured
+        # runs, when this build's quire-perf has it (an older build compared has not).
+        usage = subprocess.run([self.bin, "--help"], capture_output=True, text=True, timeout=30)
+        self.witness = ["--host-witness"] if "--host-witness" in usage.stdout else []
 
     def start(self, mode, url, args, name):
         self.n += 1
@@ -388,6 +406,12 @@ def flat(r):
         if h["count"]:
             for p in PCTS:
                 out["%s_%s_ms" % (side, p)] = h[p]
+    late = r.get("timer_lateness_ms") or {}
+    if late.get("count"):  # the load generator's own lateness: its pace/batch timers
+        out["client_late_p99_ms"], out["client_late_max_ms"] = late["p99"], late["max"]
+    wit = r.get("witness_lateness_ms") or {}
+    if wit.get("count"):  # the machine's: a thread that only sleeps (--host-witness)
+        out["witness_p99_ms"], out["witness_max_ms"] = wit["p99"], wit["max"]
     out["ok"] = int(r["exit_status"] == 0 and r["send_errors"] == 0 and r["checksum_errors"] == 0)
     return out
 
@@ -539,8 +563,8 @@ def run_simple(sc, srv, perf, tag, secs, warm, servers, freeze_on):
     syncs, pc = disk_syncs(srv), page_cache()
     smp = Sampler(srv.pid)
     lw = LatencyWindows(srv, warm + 0.5)
-    r = perf.run("both", srv.url, scen_args(sc, tag, secs, warm), "%s-%s" % (sc, srv.label),
-                 secs + warm + 180)
+    r = perf.run("both", srv.url, scen_args(sc, tag, secs, warm) + perf.witness,
+                 "%s-%s" % (sc, srv.label), secs + warm + 180)
     f = flat(r)
     f.update(smp.stop())
     f.update(lw.stop())
@@ -568,7 +592,7 @@ def run_backlog(srv, perf, tag, mb, rate, servers, freeze_on):
     syncs, pc = disk_syncs(srv), page_cache()
     smp = Sampler(srv.pid)
     live = perf.start("produce", srv.url, ["--topics", topic, "--size", 1024, "--rate", rate,
-                      "--max-pending", 10000, "--seconds", 900, "--warmup-seconds", 0],
+                      "--max-pending", 10000, "--seconds", 900, "--warmup-seconds", 0] + perf.witness,
                       "f-live-" + srv.label)
     time.sleep(1)
     lw = LatencyWindows(srv)
@@ -584,6 +608,12 @@ def run_backlog(srv, perf, tag, mb, rate, servers, freeze_on):
            "live_rate": rate, "live_produce_msg_per_s": live.get("produce_msg_per_s")}
     for p in PCTS:
         out["live_pub_%s_ms" % p] = live.get("publish_latency_ms", {}).get(p)
+    late = live.get("timer_lateness_ms") or {}
+    if late.get("count"):
+        out["live_client_late_p99_ms"], out["live_client_late_max_ms"] = late["p99"], late["max"]
+    wit = live.get("witness_lateness_ms") or {}
+    if wit.get("count"):
+        out["live_witness_p99_ms"], out["live_witness_max_ms"] = wit["p99"], wit["max"]
     out["ok"] = int(fill.get("exit_status") == 0 and cons.get("exit_status") == 0)
     out.update(windows)
     out.update(smp.stop())
@@ -712,10 +742,10 @@ def run_start(build, workdir, n):
 TABLE_KEYS = {
     "a": ["produce_mb_per_s", "produce_msg_per_s", "consume_mb_per_s", "pub_p50_ms", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms"],
     "b": ["produce_msg_per_s", "consume_msg_per_s", "produce_mb_per_s", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
-    "c": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms", "srv_publish_p99_ms", "srv_add_p99_ms", "srv_queue_p99_ms", "srv_group_p99_ms", "srv_cb_p99_ms", "srv_direct_p99_ms", "srv_jsync_p99_ms", "srv_add_max_ms"],
+    "c": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms", "srv_publish_p99_ms", "srv_add_p99_ms", "srv_queue_p99_ms", "srv_group_p99_ms", "srv_cb_p99_ms", "srv_direct_p99_ms", "srv_jsync_p99_ms", "srv_add_max_ms", "client_late_max_ms", "witness_max_ms"],
     "d": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
     "e": ["produce_msg_per_s", "consume_msg_per_s", "produce_mb_per_s", "pub_p99_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct"],
-    "f": ["backlog_mb", "fill_mb_per_s", "catchup_mb_per_s", "live_produce_msg_per_s", "live_pub_p50_ms", "live_pub_p99_ms", "live_pub_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms", "srv_publish_p99_ms", "srv_add_p99_ms", "srv_queue_p99_ms", "srv_group_p99_ms", "srv_cb_p99_ms", "srv_direct_p99_ms", "srv_jsync_p99_ms", "srv_add_max_ms"],
+    "f": ["backlog_mb", "fill_mb_per_s", "catchup_mb_per_s", "live_produce_msg_per_s", "live_pub_p50_ms", "live_pub_p99_ms", "live_pub_p99.9_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms", "direct_sync_mean_ms", "srv_publish_p99_ms", "srv_add_p99_ms", "srv_queue_p99_ms", "srv_group_p99_ms", "srv_cb_p99_ms", "srv_direct_p99_ms", "srv_jsync_p99_ms", "srv_add_max_ms", "live_client_late_max_ms", "live_witness_max_ms"],
     "u": ["produce_msg_per_s", "pub_p50_ms", "pub_p99_ms", "pub_p99.9_ms", "e2e_p99_ms", "server_rss_max_mb", "server_cpu_pct", "journal_sync_mean_ms"],
     "g": ["topics", "topics_per_s", "rss_before_mb", "rss_peak_mb", "rss_idle_mb", "idle_cpu_pct", "failed_procs"],
 }
@@ -924,7 +954,7 @@ def main():
                                     fmt(f.get("journal_sync_mean_ms")), fmt(f.get("direct_sync_mean_ms"))),
                                 " dirty at start %s MB, kernel wrote %s MB, disk read %s MB" % (
                                     fmt(f.get("dirty_mb_at_start")), fmt(f.get("kernel_written_mb")),
-                                    fmt(f.get("disk_read_mb"))) + worst_window(f)))
+                                    fmt(f.get("disk_read_mb"))) + worst_window(f) + client_late(f)))
                             save()
             # f, g and xcheck: Quire and the first Pulsar configuration only (time)
             for srv in (targets if ci == 0 else []):

@@ -17,6 +17,7 @@
  *                        per producer/consumer, or a pool of N per broker URL
  *                        shared by all of them (--max-connections)
  *   quire_perf_timer.c   timers of sub-millisecond precision (pacing, batches)
+ *   quire_perf_witness.c the host witness: a sleeping thread's lateness
  *   quire_perf_client.c  the protocol client: one libev loop, the run's
  *                        phases, producers'/consumers' state machines
  *   quire_perf_main.c    main(): SIGINT, exit status
@@ -100,6 +101,7 @@ typedef struct perf_opts {
     perf_ack_t ack_type;
     double op_timeout_s;      /* bound on connect, lookup, create, close, drain */
     uint32_t max_connections; /* per broker URL, shared; 0 = one per producer/consumer */
+    bool host_witness;        /* run the host witness (perf_witness_start) */
 } perf_opts_t;
 
 /* Parses argv (argv[0] is the program, argv[1] the mode) into *o (which it
@@ -161,9 +163,12 @@ typedef struct perf_ptimers {
     size_t n, cap;
     uint64_t armed_ns; /* the timerfd's deadline; 0: disarmed */
     uint64_t seq, round;
+    hist_t *late_us; /* when set: each firing's lateness, microseconds */
 } perf_ptimers_t;
 
-/* 0 or -errno. The timerfd's watcher does not keep the loop running. */
+/* 0 or -errno. The timerfd's watcher does not keep the loop running. With
+ * late_us set, each timer's firing records how long after its deadline its
+ * callback ran: the loop was busy, or the process or its host was held. */
 int perf_ptimers_init(perf_ptimers_t *ts, struct ev_loop *loop);
 /* Stops every timer (without callbacks) and closes the timerfd. */
 void perf_ptimers_free(perf_ptimers_t *ts);
@@ -177,6 +182,18 @@ static inline bool perf_ptimer_active(const perf_ptimer_t *t)
 {
     return t->slot != 0;
 }
+
+/* The host witness (quire_perf_witness.c): a thread that only sleeps 1 ms at
+ * a time and records how late it wakes, in microseconds. It carries none of
+ * the load: its lateness is the machine's (every CPU busy with other threads,
+ * or the host not running them), not the client's work nor the server's. */
+typedef struct perf_witness perf_witness_t;
+/* 0 or -errno. */
+int perf_witness_start(perf_witness_t **out);
+/* Merges what it recorded since the last take into `into`, and forgets it. */
+void perf_witness_take(perf_witness_t *w, hist_t *into);
+/* Stops the thread and frees w. NULL is a no-op. */
+void perf_witness_stop(perf_witness_t *w);
 
 /* ================================================================ wire */
 
@@ -298,6 +315,9 @@ typedef struct perf_stats {
     uint64_t checksum_errors; /* received entries with a bad CRC32C */
     hist_t pub_us;            /* publish latency, scheduled send -> receipt */
     hist_t e2e_us;            /* end-to-end latency, stamped send -> consumer */
+    hist_t late_us;           /* the client's own lateness: each pace or batch timer's
+                               * firing after its deadline (perf_ptimers_t.late_us) */
+    hist_t witness_us;        /* the host witness's wake-ups after their deadline */
 } perf_stats_t;
 
 void perf_stats_reset(perf_stats_t *s);

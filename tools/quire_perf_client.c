@@ -145,6 +145,7 @@ struct perf_run {
     perf_scratch_t z, dz;
     size_t ready;
     perf_ptimers_t timers; /* the producers' pace and batch timers */
+    perf_witness_t *witness; /* --host-witness, until the run is done */
 };
 
 static void ep_fail(ep_t *e, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -960,8 +961,16 @@ static uint64_t run_pending(const perf_run_t *r)
     return r->pending_total;
 }
 
+/* The host witness's wake-ups since the last take go into this interval. */
+static void witness_take(perf_run_t *r)
+{
+    if (r->witness)
+        perf_witness_take(r->witness, &r->iv.witness_us);
+}
+
 static void report_line(perf_run_t *r, uint64_t now)
 {
+    witness_take(r);
     double iv_s = (double)(now - r->last_report_ns) / 1e9;
     char line[1024];
     perf_format_interval(line, sizeof line, (double)(now - r->run_start_ns) / 1e9, iv_s, &r->iv,
@@ -989,6 +998,7 @@ static void phase_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
         uint64_t now = clock_mono_ns();
         if (now - r->last_report_ns > 50000000u)
             report_line(r, now);
+        witness_take(r); /* the warm-up's: forgotten with it */
         perf_stats_reset(&r->iv);
         perf_stats_reset(&r->tot);
         r->warmup = false;
@@ -1219,6 +1229,9 @@ static void run_done(perf_run_t *r)
         r->end_ns = now;
     bool measured = r->run_start_ns != 0;
     r->phase = P_DONE;
+    witness_take(r);
+    perf_witness_stop(r->witness);
+    r->witness = NULL;
     if (measured && !r->warmup)
         perf_stats_merge(&r->tot, &r->iv);
     perf_stats_reset(&r->iv);
@@ -1256,6 +1269,13 @@ int perf_run_create(struct ev_loop *loop, const perf_opts_t *o, FILE *report_out
     }
     int rc = perf_ptimers_init(&r->timers, loop);
     if (rc != 0) {
+        perf_pool_free(r->pool);
+        free(r);
+        return rc;
+    }
+    r->timers.late_us = &r->iv.late_us; /* r->iv is reset in place, never moved */
+    if (o->host_witness && (rc = perf_witness_start(&r->witness)) != 0) {
+        perf_ptimers_free(&r->timers);
         perf_pool_free(r->pool);
         free(r);
         return rc;
@@ -1355,5 +1375,6 @@ void perf_run_free(perf_run_t *r)
     ev_timer_stop(r->loop, &r->phase_timer);
     ev_timer_stop(r->loop, &r->drain_timer);
     perf_ptimers_free(&r->timers);
+    perf_witness_stop(r->witness);
     free(r);
 }

@@ -52,8 +52,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     struct ev_loop *loop = ev_default_loop(0);
     perf_run_t *run = NULL;
-    if (perf_run_create(loop, &o, stdout, &run) != 0) {
-        fprintf(stderr, "quire-perf: out of memory\n");
+    if ((rc = perf_run_create(loop, &o, stdout, &run)) != 0) {
+        fprintf(stderr, "quire-perf: cannot start: %s\n", q_strerror(rc));
         perf_opts_free(&o);
         return 1;
     }

@@ -192,7 +192,9 @@ void perf_usage(FILE *f)
           "  --op-timeout-s S           bound on connect/lookup/create/close (default 30)\n"
           "  --max-connections N        share N connections per broker among all producers\n"
           "                             and consumers, as a Pulsar client does; 0 = one\n"
-          "                             connection per producer/consumer (default 0)\n",
+          "                             connection per producer/consumer (default 0)\n"
+          "  --host-witness             a thread that only sleeps 1 ms at a time: how late\n"
+          "                             it wakes is the machine's, not the load's\n",
           f);
 }
 
@@ -228,6 +230,7 @@ enum {
     OPT_JSON,
     OPT_OPTIMEOUT,
     OPT_MAXCONN,
+    OPT_WITNESS,
     OPT_HELP,
 };
 
@@ -265,6 +268,7 @@ static const struct option long_opts[] = {
     {"op-timeout-s", required_argument, 0, OPT_OPTIMEOUT},
     {"max-connections", required_argument, 0, OPT_MAXCONN},
     {"connections-per-broker", required_argument, 0, OPT_MAXCONN},
+    {"host-witness", no_argument, 0, OPT_WITNESS},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -418,6 +422,9 @@ static int opts_apply(perf_opts_t *o, int c, const char *v, const char **prefix,
         rc = parse_u64(v, 0, PERF_MAX_CONNECTIONS, &u);
         o->max_connections = (uint32_t)u;
         return rc;
+    case OPT_WITNESS:
+        o->host_witness = true;
+        return 0;
     default:
         return QE_INVALID;
     }

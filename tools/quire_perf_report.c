@@ -73,6 +73,8 @@ void perf_stats_reset(perf_stats_t *s)
     s->send_errors = s->checksum_errors = 0;
     hist_init(&s->pub_us);
     hist_init(&s->e2e_us);
+    hist_init(&s->late_us);
+    hist_init(&s->witness_us);
 }
 
 void perf_stats_merge(perf_stats_t *dst, const perf_stats_t *src)
@@ -85,6 +87,8 @@ void perf_stats_merge(perf_stats_t *dst, const perf_stats_t *src)
     dst->checksum_errors += src->checksum_errors;
     hist_merge(&dst->pub_us, &src->pub_us);
     hist_merge(&dst->e2e_us, &src->e2e_us);
+    hist_merge(&dst->late_us, &src->late_us);
+    hist_merge(&dst->witness_us, &src->witness_us);
 }
 
 /* ------------------------------------------------------------ printing */
@@ -136,6 +140,12 @@ void perf_format_interval(char *buf, size_t cap, double elapsed_s, double interv
                               per_s(iv->consumed_msgs, interval_s),
                               per_s(iv->consumed_bytes, interval_s) / 1e6, lat);
     }
+    if (iv->late_us.total && o < cap)
+        o += (size_t)snprintf(buf + o, cap - o, " | late ms p99 %.3f max %.3f",
+                              ms(hist_percentile(&iv->late_us, 99)), ms(iv->late_us.max));
+    if (iv->witness_us.total && o < cap)
+        o += (size_t)snprintf(buf + o, cap - o, " | witness ms p99 %.3f max %.3f",
+                              ms(hist_percentile(&iv->witness_us, 99)), ms(iv->witness_us.max));
     if ((iv->send_errors || iv->checksum_errors) && o < cap)
         snprintf(buf + o, cap - o, " | errors send %llu checksum %llu",
                  (unsigned long long)iv->send_errors, (unsigned long long)iv->checksum_errors);
@@ -175,6 +185,10 @@ void perf_print_final(FILE *f, const perf_opts_t *o, const perf_stats_t *t, doub
                 per_s(t->consumed_bytes, d) / 1e6);
         print_hist(f, "end-to-end latency (ms)", &t->e2e_us);
     }
+    if (t->late_us.total)
+        print_hist(f, "timer lateness (ms)", &t->late_us);
+    if (t->witness_us.total)
+        print_hist(f, "host witness (ms)", &t->witness_us);
     if (t->send_errors || t->checksum_errors)
         fprintf(f, "  errors                 send %llu  checksum %llu\n",
                 (unsigned long long)t->send_errors, (unsigned long long)t->checksum_errors);
@@ -215,6 +229,10 @@ int perf_write_json(FILE *f, const perf_opts_t *o, const perf_stats_t *t, double
     json_hist(f, "publish_latency_ms", &t->pub_us);
     fputs(",\n", f);
     json_hist(f, "end_to_end_latency_ms", &t->e2e_us);
+    fputs(",\n", f);
+    json_hist(f, "timer_lateness_ms", &t->late_us);
+    fputs(",\n", f);
+    json_hist(f, "witness_lateness_ms", &t->witness_us);
     fputs("\n}\n", f);
     return ferror(f) ? -EIO : 0;
 }

@@ -92,6 +92,8 @@ static void expired_cb(struct ev_loop *loop, ev_io *w, int revents)
         perf_ptimer_t *t = ts->heap[0];
         perf_ptimer_stop(ts, t);
         t->round = round;
+        if (ts->late_us)
+            hist_record(ts->late_us, (now - t->due_ns) / 1000);
         t->cb(t);
     }
     arm(ts);

@@ -32,6 +32,7 @@ static void test_defaults(void)
     CU_ASSERT_EQUAL(o.compression, PULSAR__PROTO__COMPRESSION_TYPE__NONE);
     CU_ASSERT_DOUBLE_EQUAL(o.report_interval_s, 5, 1e-9);
     CU_ASSERT_PTR_NULL(o.json_path);
+    CU_ASSERT_FALSE(o.host_witness);
     perf_opts_free(&o);
 }
 
@@ -83,7 +84,8 @@ static void test_all_options(void)
                     "--receiver-queue-size",
                     "500",
                     "--ack",
-                    "cumulative"};
+                    "cumulative",
+                    "--host-witness"};
     perf_opts_t o;
     char err[256];
     int rc = parse(ARGC(argv), argv, &o, err);
@@ -117,6 +119,7 @@ static void test_all_options(void)
     CU_ASSERT_DOUBLE_EQUAL(o.report_interval_s, 2, 1e-9);
     CU_ASSERT_EQUAL(o.receiver_queue_size, 500);
     CU_ASSERT_EQUAL(o.ack_type, PERF_ACK_CUMULATIVE);
+    CU_ASSERT_TRUE(o.host_witness);
     perf_opts_free(&o);
 }
 

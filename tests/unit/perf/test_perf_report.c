@@ -98,6 +98,7 @@ static void test_stats_merge(void)
     hist_record(&a->pub_us, 100);
     hist_record(&b->pub_us, 300);
     hist_record(&b->e2e_us, 50);
+    hist_record(&b->late_us, 4000);
     perf_stats_merge(a, b);
     CU_ASSERT_EQUAL(a->produced_msgs, 15);
     CU_ASSERT_EQUAL(a->consumed_bytes, 7);
@@ -105,9 +106,12 @@ static void test_stats_merge(void)
     CU_ASSERT_EQUAL(a->pub_us.total, 2);
     CU_ASSERT_EQUAL(a->pub_us.max, 300);
     CU_ASSERT_EQUAL(a->e2e_us.total, 1);
+    CU_ASSERT_EQUAL(a->late_us.total, 1);
+    CU_ASSERT_EQUAL(a->late_us.max, 4000);
     perf_stats_reset(a);
     CU_ASSERT_EQUAL(a->produced_msgs, 0);
     CU_ASSERT_EQUAL(a->pub_us.total, 0);
+    CU_ASSERT_EQUAL(a->late_us.total, 0);
     free(a);
     free(b);
 }
@@ -150,6 +154,15 @@ static void test_interval_line(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "cons 500.0 msg/s 0.50 MB/s"));
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "e2e ms p50 3.000"));
     CU_ASSERT_PTR_NULL(strstr(line, "errors"));
+    CU_ASSERT_PTR_NULL(strstr(line, "late")); /* no timer fired */
+    hist_record(&s->late_us, 250);
+    hist_record(&s->late_us, 12500);
+    perf_format_interval(line, sizeof line, 10.0, 5.0, s, PERF_MODE_BOTH, 42, false);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, " | late ms p99 12.500 max 12.500"));
+    CU_ASSERT_PTR_NULL(strstr(line, "witness"));
+    hist_record(&s->witness_us, 41000);
+    perf_format_interval(line, sizeof line, 10.0, 5.0, s, PERF_MODE_BOTH, 42, false);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, " | witness ms p99 41.000 max 41.000"));
     perf_format_interval(line, sizeof line, 1.0, 1.0, s, PERF_MODE_PRODUCE, 0, true);
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "(warm-up)"));
     CU_ASSERT_PTR_NULL(strstr(line, "cons"));
@@ -191,6 +204,15 @@ static void test_final_and_json(void)
         strstr(text, "produced               2000 msgs  1000.0 msg/s  1.00 MB/s"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "end-to-end latency (ms) mean 2.500"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "compression LZ4"));
+    CU_ASSERT_PTR_NULL(strstr(text, "timer lateness")); /* none recorded */
+    free(text);
+    hist_record(&s->late_us, 7000);
+    f = open_memstream(&text, &len);
+    TEST_REQUIRE(f != NULL);
+    perf_print_final(f, &o, s, 2.0);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "timer lateness (ms)    mean 7.000"));
+    CU_ASSERT_PTR_NULL(strstr(text, "host witness"));
     free(text);
     f = open_memstream(&text, &len);
     TEST_REQUIRE(f != NULL);
@@ -200,6 +222,8 @@ static void test_final_and_json(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"produce_msg_per_s\": 1000.000"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"publish_latency_ms\": {\"count\": 1, \"mean\": 1.500"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"p99.99\": 2.500"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"timer_lateness_ms\": {\"count\": 1, \"mean\": 7.000"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"witness_lateness_ms\": {\"count\": 0,"));
     CU_ASSERT_EQUAL(text[0], '{');
     CU_ASSERT_EQUAL(text[len - 2], '}');
     free(text);

@@ -1,8 +1,10 @@
 /* Unit tests of quire-perf's precise timers (tools/quire_perf_timer.c): the
- * order they fire in, never before their time, stop and restart, and timers
- * started and stopped by callbacks. Correctness only, no timing bound. */
+ * order they fire in, never before their time, stop and restart, timers
+ * started and stopped by callbacks, and the lateness they record.
+ * Correctness only, no timing bound. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "tests/unit/perf/perf_tests.h"
@@ -141,9 +143,84 @@ static void test_many(void)
     free(f);
 }
 
+/* With late_us set, each firing records how long after its deadline it ran:
+ * a timer due while the thread is held (30 ms here) records at least that; a
+ * timer whose deadline is still ahead when the loop runs is recorded too (no
+ * bound on how late: a held host may delay it); nothing without late_us. */
+static void test_lateness(void)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    TEST_REQUIRE(loop != NULL);
+    perf_ptimers_t ts;
+    TEST_REQUIRE(perf_ptimers_init(&ts, loop) == 0);
+    hist_t *late = malloc(sizeof *late);
+    TEST_REQUIRE(late != NULL);
+    hist_init(late);
+    ts.late_us = late;
+    fired_t f = {.loop = loop, .ts = &ts, .expect = 1};
+    perf_ptimer_t a, b;
+    perf_ptimer_init(&a, on_fire, &f);
+    perf_ptimer_init(&b, on_fire, &f);
+    uint64_t ms = 1000000;
+    CU_ASSERT_EQUAL(perf_ptimer_start(&ts, &a, clock_mono_ns() + 1 * ms), 0);
+    nanosleep(&(struct timespec){0, 31 * 1000 * 1000}, NULL); /* held: a is due meanwhile */
+    run_until_fired(&f);
+    CU_ASSERT_EQUAL(f.n, 1);
+    CU_ASSERT_EQUAL(late->total, 1);
+    CU_ASSERT_TRUE(late->max >= 30000);
+    /* Not held: b fires after its deadline, never before, and is recorded. */
+    f.expect = 2;
+    uint64_t before_max = late->max;
+    CU_ASSERT_EQUAL(perf_ptimer_start(&ts, &b, clock_mono_ns() + 2 * ms), 0);
+    run_until_fired(&f);
+    CU_ASSERT_EQUAL(f.n, 2);
+    CU_ASSERT_EQUAL(f.early, 0);
+    CU_ASSERT_EQUAL(late->total, 2);
+    CU_ASSERT_TRUE(late->max >= before_max);
+    /* Without late_us nothing is recorded. */
+    ts.late_us = NULL;
+    f.expect = 3;
+    CU_ASSERT_EQUAL(perf_ptimer_start(&ts, &a, clock_mono_ns() + 1 * ms), 0);
+    run_until_fired(&f);
+    CU_ASSERT_EQUAL(f.n, 3);
+    CU_ASSERT_EQUAL(late->total, 2);
+    perf_ptimers_free(&ts);
+    ev_loop_destroy(loop);
+    free(late);
+}
+
+/* The host witness wakes every millisecond and records each wake-up; a take
+ * hands over what it recorded and starts again from nothing. */
+static void test_witness(void)
+{
+    hist_t *h = malloc(sizeof *h);
+    TEST_REQUIRE(h != NULL);
+    hist_init(h);
+    perf_witness_t *w = NULL;
+    uint64_t t0 = clock_mono_ns();
+    TEST_REQUIRE(perf_witness_start(&w) == 0 && w != NULL);
+    nanosleep(&(struct timespec){0, 60 * 1000 * 1000}, NULL);
+    perf_witness_take(w, h);
+    uint64_t steps = (clock_mono_ns() - t0) / 1000000u;
+    /* Some wake-ups in 60 ms, never more than one a 1-ms step. */
+    CU_ASSERT_TRUE(h->total >= 5 && h->total <= steps);
+    nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    hist_t *h2 = malloc(sizeof *h2);
+    TEST_REQUIRE(h2 != NULL);
+    hist_init(h2);
+    perf_witness_take(w, h2); /* only what came after the first take */
+    CU_ASSERT_TRUE(h2->total >= 1 && h2->total <= (clock_mono_ns() - t0) / 1000000u - h->total);
+    perf_witness_stop(w);
+    free(h2);
+    perf_witness_stop(NULL);
+    free(h);
+}
+
 void perf_register_timer(void)
 {
     CU_pSuite s = CU_add_suite("perf_timer", NULL, NULL);
     CU_add_test(s, "order, stop, restart, callbacks", test_order_stop_restart);
     CU_add_test(s, "many timers fire in deadline order", test_many);
+    CU_add_test(s, "each firing's lateness recorded", test_lateness);
+    CU_add_test(s, "the host witness's wake-ups", test_witness);
 }
