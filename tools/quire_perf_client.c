@@ -1019,6 +1019,7 @@ static void run_start_measuring(perf_run_t *r)
 {
     uint64_t now = clock_mono_ns();
     r->phase = P_RUN;
+    witness_take(r); /* the set-up's wake-ups: not the run's */
     perf_stats_reset(&r->iv);
     r->run_start_ns = r->measure_start_ns = r->last_report_ns = now;
     r->warmup = r->o->warmup_seconds > 0;

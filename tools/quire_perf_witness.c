@@ -64,6 +64,7 @@ int perf_witness_start(perf_witness_t **out)
         free(w);
         return -rc;
     }
+    pthread_setname_np(w->thread, "qperf-witness"); /* in perf and top */
     *out = w;
     return 0;
 }
