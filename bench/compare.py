@@ -392,6 +392,18 @@ class Perf:
         return self.finish(self.start(mode, url, args, name), timeout)
 
 
+def lateness(r, prefix=""):
+    """p99 and max of the load generator's own lateness (client_late: its pace and batch
+    timers fired late) and of the host witness's (witness: a thread that only sleeps, the
+    machine held) from one quire-perf JSON report; none when it recorded none."""
+    out = {}
+    for key, name in (("timer_lateness_ms", "client_late"), ("witness_lateness_ms", "witness")):
+        h = r.get(key) or {}
+        if h.get("count"):
+            out[prefix + name + "_p99_ms"], out[prefix + name + "_max_ms"] = h["p99"], h["max"]
+    return out
+
+
 def flat(r):
     """The figures of one quire-perf JSON report that go in the table."""
     out = {}
@@ -406,12 +418,7 @@ def flat(r):
         if h["count"]:
             for p in PCTS:
                 out["%s_%s_ms" % (side, p)] = h[p]
-    late = r.get("timer_lateness_ms") or {}
-    if late.get("count"):  # the load generator's own lateness: its pace/batch timers
-        out["client_late_p99_ms"], out["client_late_max_ms"] = late["p99"], late["max"]
-    wit = r.get("witness_lateness_ms") or {}
-    if wit.get("count"):  # the machine's: a thread that only sleeps (--host-witness)
-        out["witness_p99_ms"], out["witness_max_ms"] = wit["p99"], wit["max"]
+    out.update(lateness(r))
     out["ok"] = int(r["exit_status"] == 0 and r["send_errors"] == 0 and r["checksum_errors"] == 0)
     return out
 
@@ -608,12 +615,7 @@ def run_backlog(srv, perf, tag, mb, rate, servers, freeze_on):
            "live_rate": rate, "live_produce_msg_per_s": live.get("produce_msg_per_s")}
     for p in PCTS:
         out["live_pub_%s_ms" % p] = live.get("publish_latency_ms", {}).get(p)
-    late = live.get("timer_lateness_ms") or {}
-    if late.get("count"):
-        out["live_client_late_p99_ms"], out["live_client_late_max_ms"] = late["p99"], late["max"]
-    wit = live.get("witness_lateness_ms") or {}
-    if wit.get("count"):
-        out["live_witness_p99_ms"], out["live_witness_max_ms"] = wit["p99"], wit["max"]
+    out.update(lateness(live, "live_"))
     out["ok"] = int(fill.get("exit_status") == 0 and cons.get("exit_status") == 0)
     out.update(windows)
     out.update(smp.stop())
