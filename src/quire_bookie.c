@@ -34,6 +34,7 @@ typedef struct qb_options {
     bool journal_sync;
     uint32_t large_entry_bytes;                 /* journalLargeEntryThreshold */
     bool large_entry_odirect;                   /* journalLargeEntryDirectIo */
+    bool large_entry_one_sync;                  /* journalLargeEntryOneSync */
     bool journal_odirect;                       /* journalDirectIo */
     uint32_t journal_format;                    /* journalFormatVersionToWrite */
     uint32_t read_yield_us;                     /* readYieldToJournalUs */
@@ -54,6 +55,7 @@ static void qb_usage(FILE *out)
         "                    [--journalSyncData=true|false]\n"
         "                    [--journalLargeEntryThreshold=BYTES (0: off)]\n"
         "                    [--journalLargeEntryDirectIo=true|false]\n"
+        "                    [--journalLargeEntryOneSync=true|false]\n"
         "                    [--journalDirectIo=true|false]\n"
         "                    [--journalFormatVersionToWrite=2|3 (3)]\n"
         "                    [--readYieldToJournalUs=MICROSECONDS (0: never)]\n"
@@ -166,6 +168,9 @@ static int qb_parse_one(int argc, char **argv, int *i, qb_options_t *o)
     } else if ((m = qb_match(argc, argv, i, "--journalLargeEntryDirectIo", &v)) != 0) {
         if (m > 0 && qb_parse_bool(v, &o->large_entry_odirect) < 0)
             m = -2;
+    } else if ((m = qb_match(argc, argv, i, "--journalLargeEntryOneSync", &v)) != 0) {
+        if (m > 0 && qb_parse_bool(v, &o->large_entry_one_sync) < 0)
+            m = -2;
     } else if ((m = qb_match(argc, argv, i, "--journalDirectIo", &v)) != 0) {
         if (m > 0 && qb_parse_bool(v, &o->journal_odirect) < 0)
             m = -2;
@@ -235,6 +240,7 @@ static int qb_parse(int argc, char **argv, qb_options_t *o)
     bookie_config_defaults(&defaults);
     o->large_entry_bytes = defaults.journal_large_entry_bytes;
     o->large_entry_odirect = defaults.journal_large_entry_odirect;
+    o->large_entry_one_sync = defaults.journal_large_entry_one_sync;
     o->journal_odirect = defaults.journal_odirect;
     o->journal_format = defaults.journal_format_version;
     o->read_yield_us = defaults.read_yield_us;
@@ -305,7 +311,8 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
     ev_signal_start(loop, &sigterm);
     ev_signal_start(loop, &sigint);
     printf("quire bookie: listening on %s:%d (data in %s, journalSyncData=%s, "
-           "journalLargeEntryThreshold=%u, journalLargeEntryDirectIo=%s, journalDirectIo=%s, "
+           "journalLargeEntryThreshold=%u, journalLargeEntryDirectIo=%s, "
+           "journalLargeEntryOneSync=%s, journalDirectIo=%s, "
            "journalFormatVersionToWrite=%u, readYieldToJournalUs=%u, spareFileZeroRateMB=%u, "
            "compactionRateByBytes=%u, "
            "minorCompactionThreshold=%g, minorCompactionInterval=%" PRId64
@@ -315,10 +322,11 @@ static int qb_serve(struct ev_loop *loop, bookie_t *bk, const qb_options_t *o)
            ", diskCheckInterval=%" PRId64 ")\n",
            o->bind, bookie_server_port(srv), o->data_dir, o->journal_sync ? "true" : "false",
            o->large_entry_bytes, o->large_entry_odirect ? "true" : "false",
-           o->journal_odirect ? "true" : "false", o->journal_format, o->read_yield_us,
-           o->spare_zero_mb, o->compact_rate, o->minor_threshold, o->minor_interval_s,
-           o->major_threshold, o->major_interval_s, o->write_cache_mb, o->read_cache_mb,
-           o->disk_threshold, o->disk_lwm, o->disk_warn, o->disk_check_ms);
+           o->large_entry_one_sync ? "true" : "false", o->journal_odirect ? "true" : "false",
+           o->journal_format, o->read_yield_us, o->spare_zero_mb, o->compact_rate,
+           o->minor_threshold, o->minor_interval_s, o->major_threshold, o->major_interval_s,
+           o->write_cache_mb, o->read_cache_mb, o->disk_threshold, o->disk_lwm, o->disk_warn,
+           o->disk_check_ms);
     fflush(stdout);
     ev_run(loop, 0);
     ev_signal_stop(loop, &sigterm);
@@ -347,6 +355,7 @@ int quire_bookie_main(int argc, char **argv)
     cfg.journal_sync = o.journal_sync;
     cfg.journal_large_entry_bytes = o.large_entry_bytes;
     cfg.journal_large_entry_odirect = o.large_entry_odirect;
+    cfg.journal_large_entry_one_sync = o.large_entry_one_sync;
     cfg.journal_odirect = o.journal_odirect;
     cfg.journal_format_version = o.journal_format;
     cfg.read_yield_us = o.read_yield_us;

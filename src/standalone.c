@@ -277,6 +277,12 @@ static int sa_open_storage(standalone_t *sa, const broker_config_t *bcfg)
         return QE_INVALID;
     }
     bc.journal_large_entry_odirect = odirect;
+    bool one_sync = bc.journal_large_entry_one_sync;
+    if (qconfig_get_bool(sa->conf, "journalLargeEntryOneSync", one_sync, &one_sync) < 0) {
+        log_error("standalone", "journalLargeEntryOneSync: expected true or false");
+        return QE_INVALID;
+    }
+    bc.journal_large_entry_one_sync = one_sync;
     bool jdirect = bc.journal_odirect;
     if (qconfig_get_bool(sa->conf, "journalDirectIo", jdirect, &jdirect) < 0) {
         log_error("standalone", "journalDirectIo: expected true or false");

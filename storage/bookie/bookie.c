@@ -78,6 +78,7 @@ void bookie_config_defaults(bookie_config_t *cfg)
         .gc_compact_bytes_per_s = 32u << 20,
         .journal_large_entry_bytes = 16u << 10,
         .journal_large_entry_odirect = true,
+        .journal_large_entry_one_sync = true,
         .journal_odirect = true,
         .journal_format_version = JOURNAL_FORMAT_VERSION,
         .spare_zero_rate_bytes = 128ull << 20,
@@ -616,11 +617,12 @@ static bool bookie_add_fits(const bookie_t *bk, uint32_t len)
 }
 
 /* 0 if the ledger takes adds, else why not. */
-static int bookie_ledger_check(bookie_t *bk, int64_t ledger_id, bool recovery)
+static int bookie_ledger_check(bookie_t *bk, int64_t ledger_id, bool recovery, bool *first)
 {
     pthread_mutex_lock(&bk->lock);
     ledger_t *l = ledger_get_or_create(&bk->ledgers, ledger_id);
     int rc = !l ? -ENOMEM : l->deleted ? QE_NO_LEDGER : (l->fenced && !recovery) ? QE_FENCED : 0;
+    *first = l && l->last_entry < 0; /* none completed yet: not known from the disk */
     pthread_mutex_unlock(&bk->lock);
     return rc;
 }
@@ -630,13 +632,15 @@ static int bookie_ledger_check(bookie_t *bk, int64_t ledger_id, bool recovery)
 static int bookie_add_submit(bookie_t *bk, int64_t ledger_id, int64_t entry_id, int64_t lac,
                              qbuf_t *data, bookie_add_cb cb, void *arg, bool recovery)
 {
-    int rc = bookie_ledger_check(bk, ledger_id, recovery);
+    bool first;
+    int rc = bookie_ledger_check(bk, ledger_id, recovery, &first);
     if (rc)
         return rc;
     journal_req_t *r = journal_next_slot(bk->journal);
     if (!r)
         return 1;
     r->type = JREC_ADD;
+    r->sync_journal = first;
     r->ledger_id = ledger_id;
     r->entry_id = entry_id;
     r->lac = lac;
@@ -745,7 +749,8 @@ static int bookie_add_flags(bookie_t *bk, int64_t ledger_id, int64_t entry_id, i
     if (bk->adds_pending + bk->adds_waiting >= bk->cfg.pending_adds_max)
         return bookie_refuse(bk, QE_BUSY, "add (pending adds bound)", ledger_id, entry_id);
     if (bk->wait_head || !bookie_add_fits(bk, data->len)) {
-        rc = bookie_ledger_check(bk, ledger_id, recovery); /* refused now if it would be later */
+        bool first;
+        rc = bookie_ledger_check(bk, ledger_id, recovery, &first); /* refused now if later */
         if (rc == 0)
             rc = bookie_add_wait(bk, ledger_id, entry_id, lac, data, cb, arg, recovery);
     } else {
@@ -1272,6 +1277,8 @@ void bookie_get_stats(bookie_t *bk, bookie_stats_t *out)
     out->reads_inflight_bytes = bk->read_bytes_inflight;
     journal_get_stats(bk->journal, &out->journal_syncs, &out->journal_sync_us_total);
     out->journal_dio_groups = journal_dio_groups(bk->journal);
+    out->journal_one_sync_groups = journal_one_sync_groups(bk->journal);
+    out->direct_tail_recovered = bk->direct_tail_recovered;
     journal_get_direct_stats(bk->journal, &out->direct_syncs, &out->direct_sync_us_total,
                              &out->direct_bytes);
     uint64_t now = clock_mono_us();
@@ -1500,6 +1507,52 @@ static int bookie_replay_ref(bookie_t *bk, ledger_t *l, const journal_record_t *
     return bookie_replay_put(bk, l, rec, b, ref.log_id, ref.offset);
 }
 
+/* A record of the newest direct log's tail (elog_direct_scan_tail): an add
+ * whose journal reference was written without a sync of its own
+ * (journalLargeEntryOneSync) and lost with the crash, or one never
+ * acknowledged. Its ledger must be known (replayed, or in the indexes): the
+ * first add of a ledger always synced the journal, so an unknown ledger's
+ * record is not one of this life's adds to put back (a ledger deleted since,
+ * whose tombstone is gone). */
+static int bookie_tail_record(void *ctx, entry_log_t *log, int64_t ledger_id, int64_t entry_id,
+                              uint64_t offset, uint32_t length, qbuf_t *b)
+{
+    (void)length;
+    bookie_t *bk = ctx;
+    ledger_t *l = ledger_find(&bk->ledgers, ledger_id);
+    if (!l || l->deleted) {
+        qbuf_unref(b);
+        return 0;
+    }
+    journal_record_t rec = {
+        .type = JREC_ADD, .ledger_id = ledger_id, .entry_id = entry_id, .lac = -1};
+    bk->direct_tail_recovered++;
+    return bookie_replay_put(bk, l, &rec, b, log->id, offset);
+}
+
+/* After the journal's replay: the newest direct log (stamped) read after the
+ * last record anything points at. */
+static int bookie_recover_direct_tail(bookie_t *bk)
+{
+    for (uint32_t i = bk->logs.count; i > 0; i--) {
+        entry_log_t *log = bk->logs.logs[i - 1];
+        if (!elog_direct_stamped(log))
+            continue;
+        uint32_t found = 0;
+        int rc = elog_direct_scan_tail(log, bookie_tail_record, bk, &found);
+        if (rc)
+            log_error("bookie", "entry log %08" PRIx32 ": reading its tail back failed: %s",
+                      log->id, q_strerror(rc));
+        else if (found)
+            log_info("bookie",
+                     "entry log %08" PRIx32 ": %u records after the last one referenced or "
+                     "indexed; %" PRIu64 " of them (of known ledgers) put back",
+                     log->id, found, bk->direct_tail_recovered);
+        return rc;
+    }
+    return 0;
+}
+
 static int bookie_replay_record(void *ctx, const journal_record_t *rec)
 {
     bookie_t *bk = ctx;
@@ -1554,6 +1607,8 @@ static int bookie_recover(bookie_t *bk, uint64_t *next_seq)
         rc = meta_file_open(bk);
     if (rc == 0)
         rc = journal_replay(bk->jdir, cp, version >= 3 ? 3 : 2, bookie_replay_record, bk, next_seq);
+    if (rc == 0)
+        rc = bookie_recover_direct_tail(bk);
     if (rc == 0)
         log_table_cut_tails(&bk->logs); /* before any log is appended again */
     if (rc == 0) {
@@ -1763,7 +1818,8 @@ int bookie_open(struct ev_loop *loop, const bookie_config_t *cfg, bookie_t **out
                            bk->lat_sync,
                            bk->lat_direct,
                            bk->lat_roll,
-                           bk->lat_droll};
+                           bk->lat_droll,
+                           cfg->journal_large_entry_one_sync};
     if (rc == 0) {
         spares_remove_left(bk->jdir);
         spares_remove_left(bk->ldir);

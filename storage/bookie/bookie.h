@@ -98,6 +98,13 @@ typedef struct bookie_config {
      * file system allows it (journalLargeEntryDirectIo; true): no copy into
      * the page cache either way (entry_log.h). */
     bool journal_large_entry_odirect;
+    /* A journal group of large adds only (none the first of its ledger here,
+     * none opening a direct log) syncs its direct log and not the journal, whose
+     * references it writes all the same: one device flush per group instead of
+     * two (journalLargeEntryOneSync; true). Their direct log's records are the
+     * durable copy: at open the newest direct log's records after the last one
+     * the journal or the indexes know are read back (journal.h). */
+    bool journal_large_entry_one_sync;
     /* The journal written with O_DIRECT from an aligned buffer, where the file
      * system allows it (journalDirectIo; true): none of it in the page cache
      * (journal.c). */
@@ -218,6 +225,8 @@ typedef struct bookie_stats {
     uint64_t journal_syncs;         /* fdatasync calls on the journal */
     uint64_t journal_sync_us_total; /* time spent in them */
     uint64_t journal_dio_groups;    /* journal groups written with O_DIRECT */
+    uint64_t journal_one_sync_groups; /* groups whose direct log alone was synced */
+    uint64_t direct_tail_recovered;   /* at open: entries read back from a direct log's tail */
     uint64_t ledgers;               /* ledgers known and not deleted */
     uint64_t entry_logs;            /* entry log files on disk */
     uint64_t entry_log_bytes;

@@ -165,6 +165,7 @@ struct bookie {
     journal_pos_t cp_durable; /* the checkpoint file's position (GC unpins direct logs) */
     int meta_fd;
     uint64_t meta_size, meta_records;
+    uint64_t direct_tail_recovered;      /* at open: bookie_recover_direct_tail's adds */
     bool meta_rewrite;                   /* tombstones collected: rewrite ledgers.meta */
     atomic_int flush_failed;             /* a flush's error that no later flush can mend */
     struct flush_resume *flush_resume;   /* a flush that failed for lack of room (flush.c) */

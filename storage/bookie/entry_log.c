@@ -527,12 +527,13 @@ int log_table_load(log_table_t *t, const char *dir, const elog_load_fns_t *fns, 
 
 /* ------------------------------------------------------------------ read -- */
 
-static void elog_header_encode(uint8_t *h, int64_t ledger_id, int64_t entry_id, uint32_t len)
+static void elog_header_encode(uint8_t *h, int64_t ledger_id, int64_t entry_id, uint32_t len,
+                               uint32_t stamp)
 {
     put_le32(h, ELOG_MAGIC);
     put_le32(h + 4, len);
     put_le32(h + 8, 0);
-    put_le32(h + 12, 0);
+    put_le32(h + 12, stamp);
     put_le64(h + 16, (uint64_t)ledger_id);
     put_le64(h + 24, (uint64_t)entry_id);
 }
@@ -540,7 +541,7 @@ static void elog_header_encode(uint8_t *h, int64_t ledger_id, int64_t entry_id, 
 uint32_t elog_header_make(uint8_t *h, int64_t ledger_id, int64_t entry_id, const uint8_t *data,
                           uint32_t len)
 {
-    elog_header_encode(h, ledger_id, entry_id, len);
+    elog_header_encode(h, ledger_id, entry_id, len, 0);
     uint32_t crc = crc32c(crc32c(0, h, ELOG_HEADER_BYTES), data, len);
     put_le32(h + 8, crc);
     return crc;
@@ -1505,13 +1506,15 @@ int elog_direct_reserve(elog_direct_t *d, int64_t ledger_id, int64_t entry_id, c
         if (rc)
             return rc;
         uint8_t *rec = d->stage + d->stage_len;
-        elog_header_encode(rec, ledger_id, entry_id, len);
+        elog_header_encode(rec, ledger_id, entry_id, len, d->cur->id);
         *crc = crc32c_copy(crc32c(0, rec, ELOG_HEADER_BYTES), rec + ELOG_HEADER_BYTES, data, len);
         put_le32(rec + 8, *crc);
         memcpy(h, rec, ELOG_HEADER_BYTES);
         d->stage_len += ELOG_HEADER_BYTES + (size_t)len;
     } else {
-        *crc = elog_header_make(h, ledger_id, entry_id, data, len);
+        elog_header_encode(h, ledger_id, entry_id, len, d->cur->id);
+        *crc = crc32c(crc32c(0, h, ELOG_HEADER_BYTES), data, len);
+        put_le32(h + 8, *crc);
     }
     *log_id = d->cur->id;
     *offset = d->wr_off;
@@ -1575,6 +1578,74 @@ int elog_direct_write(elog_direct_t *d, struct iovec *iov, int cnt, uint64_t off
         log_error("bookie", "direct entry log %08" PRIx32 ": write at %" PRIu64 " failed: %s",
                   d->cur->id, off, q_strerror(rc));
     return rc;
+}
+
+/* ------------------------------------------------- a direct log's tail -- */
+
+bool elog_direct_stamped(const entry_log_t *log)
+{
+    uint8_t h[ELOG_HEADER_BYTES];
+    return log->id != 0 && log->size >= ELOG_HEADER_BYTES &&
+           pread(log->fd, h, sizeof h, 0) == (ssize_t)sizeof h && get_le32(h) == ELOG_MAGIC &&
+           get_le32(h + 12) == log->id;
+}
+
+/* The end of the record the last valid idx record of log points at, or 0. */
+static uint64_t idx_last_end(const entry_log_t *log)
+{
+    uint8_t r[ELOG_IDX_RECORD_BYTES];
+    if (log->idx_fd < 0 || log->idx_size < ELOG_IDX_RECORD_BYTES ||
+        pread(log->idx_fd, r, sizeof r, (off_t)(log->idx_size - ELOG_IDX_RECORD_BYTES)) !=
+            (ssize_t)sizeof r ||
+        !idx_record_valid(r))
+        return 0;
+    return get_le64(r + 16) + ELOG_HEADER_BYTES + get_le32(r + 24);
+}
+
+int elog_direct_scan_tail(entry_log_t *log, elog_tail_fn fn, void *ctx, uint32_t *found)
+{
+    uint64_t off = idx_last_end(log);
+    if (log->rec_end > off)
+        off = log->rec_end;
+    *found = 0;
+    for (;;) {
+        uint8_t h[ELOG_HEADER_BYTES];
+        if (off > log->size || log->size - off < ELOG_HEADER_BYTES)
+            return 0;
+        ssize_t n = pread(log->fd, h, sizeof h, (off_t)off);
+        if (n < 0)
+            return -errno;
+        uint32_t len = get_le32(h + 4);
+        if (n != (ssize_t)sizeof h || get_le32(h) != ELOG_MAGIC || get_le32(h + 12) != log->id ||
+            log->size - off - ELOG_HEADER_BYTES < len)
+            return 0;
+        int64_t ledger_id = (int64_t)get_le64(h + 16), entry_id = (int64_t)get_le64(h + 24);
+        qbuf_t *b = qbuf_new(len);
+        if (!b)
+            return -ENOMEM;
+        int rc = bk_pread_all(log->fd, b->data, len, off + ELOG_HEADER_BYTES);
+        if (rc) {
+            qbuf_unref(b);
+            return rc == QE_CORRUPT ? 0 : rc; /* the file ends within it, or an I/O error */
+        }
+        b->len = len;
+        uint32_t crc = get_le32(h + 8);
+        put_le32(h + 8, 0);
+        if (crc32c(crc32c(0, h, ELOG_HEADER_BYTES), b->data, len) != crc) {
+            qbuf_unref(b); /* torn: the last group written, never acknowledged */
+            log_info("bookie",
+                     "entry log %08" PRIx32 ": a torn record at offset %" PRIu64 " ends its tail",
+                     log->id, off);
+            return 0;
+        }
+        rc = fn(ctx, log, ledger_id, entry_id, off, len, b);
+        if (rc)
+            return rc;
+        off += ELOG_HEADER_BYTES + (uint64_t)len;
+        if (off > log->rec_end)
+            log->rec_end = off;
+        ++*found;
+    }
 }
 
 bool elog_direct_is_odirect(const elog_direct_t *d)

@@ -10,7 +10,8 @@
  *   0      4    magic 0x314c4551 ("QEL1")
  *   4      4    payload length in bytes
  *   8      4    crc32c of the 32 header bytes (this field as 0) then the payload
- *   12     4    reserved, zero
+ *   12     4    stamp: the log's id in records of the direct writer (since
+ *               session 45), else zero (elog_direct_stamped)
  *   16     8    ledger id
  *   24     8    entry id
  *   32     len  payload (the entry bytes)
@@ -373,6 +374,27 @@ int elog_direct_write(elog_direct_t *d, struct iovec *iov, int cnt, uint64_t off
  * done when cur is sealed, and by a clean close. After a crash a direct log
  * may end in less than a block of zeros, which nothing reads. */
 void elog_direct_trim(elog_direct_t *d);
+/* Records written by the direct writer carry their log's id in the header's
+ * reserved field (the "stamp", under the record's crc; 0 in every other
+ * record, and in direct logs written before session 45). So a record left in
+ * a reused file by its previous life, whose stamp is another log's id, never
+ * reads as one of this log's.
+ *
+ * True when log's first record is a stamped direct record: one of the direct
+ * logs written since (the newest such log is the one the journal thread wrote
+ * last). */
+bool elog_direct_stamped(const entry_log_t *log);
+/* Called for each record of a direct log's tail with its payload (b, a new
+ * reference the callee takes over); non-zero stops the scan with that code. */
+typedef int (*elog_tail_fn)(void *ctx, entry_log_t *log, int64_t ledger_id, int64_t entry_id,
+                            uint64_t offset, uint32_t length, qbuf_t *b);
+/* At open, before log_table_cut_tails: the stamped records of log after the
+ * last one its .idx or the journal's replayed references point at
+ * (log->rec_end), read and verified one by one until the first that is not
+ * intact or not stamped with log's id (a torn write, an O_DIRECT pad, zeros,
+ * a previous life's record). Each goes to fn; rec_end follows, so the cut
+ * keeps them. *found: how many. 0, fn's code, or -errno on an I/O error. */
+int elog_direct_scan_tail(entry_log_t *log, elog_tail_fn fn, void *ctx, uint32_t *found);
 /* True while cur is written with O_DIRECT (tests). */
 bool elog_direct_is_odirect(const elog_direct_t *d);
 /* The records reserved so far are durable: cur's size (GC, stats) grows. */

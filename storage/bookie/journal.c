@@ -108,6 +108,13 @@ struct journal {
     int diovcnt;
     uint32_t dcount;
     uint64_t dstart, dbytes; /* direct log offset of the group's first direct record; bytes */
+    /* The group needs the journal's fdatasync: it has a record other than an
+     * ADD_REF (a CHECKPOINT marker aside), an add asking for it (the first of
+     * its ledger), or it opened a new direct log. Else (cfg.large_one_sync)
+     * only its direct log is synced and its ADD_REFs are written without. */
+    bool jsync;
+    bool droll;    /* the group opened a new direct log */
+    bool unsynced; /* the current file has writes no fdatasync covered yet */
 
     /* the direct records' write and fdatasync beside the journal's (dsync_main) */
     pthread_t dsync_thread;
@@ -122,6 +129,7 @@ struct journal {
     bool direct_failing;    /* large entries journaled whole: no room in a direct log */
     atomic_uint_fast64_t syncs, sync_us, dio_groups;
     atomic_uint_fast64_t direct_syncs, direct_sync_us, direct_bytes;
+    atomic_uint_fast64_t one_sync_groups;
 };
 
 typedef struct journal_done {
@@ -243,6 +251,11 @@ void journal_get_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total)
     *sync_us_total = atomic_load(&j->sync_us);
 }
 
+uint64_t journal_one_sync_groups(journal_t *j)
+{
+    return atomic_load(&j->one_sync_groups);
+}
+
 uint64_t journal_dio_groups(journal_t *j)
 {
     return atomic_load(&j->dio_groups);
@@ -277,6 +290,7 @@ static void group_reset(journal_t *j)
     j->diovcnt = 0;
     j->dcount = 0;
     j->dstart = j->dbytes = 0;
+    j->jsync = j->droll = false;
 }
 
 static bool group_full(const journal_t *j)
@@ -317,7 +331,8 @@ static int group_add_direct(journal_t *j, journal_req_t *r)
         return 0;
     assert(j->dcount < GROUP_DIRECT_MAX);
     uint8_t *dh = j->dhdr + (size_t)j->dcount * ELOG_HEADER_BYTES;
-    uint64_t off, t0 = elog_direct_needs_roll(d, len) ? clock_mono_us() : 0;
+    bool roll = elog_direct_needs_roll(d, len);
+    uint64_t off, t0 = roll ? clock_mono_us() : 0;
     int rc = elog_direct_reserve(d, r->ledger_id, r->entry_id, r->data->data, len, j->seq, j->off,
                                  dh, &r->log_id, &off, &crc);
     if (t0 && rc == 0 && j->cfg.direct_roll_latency) { /* a new log: created, or a spare */
@@ -339,6 +354,9 @@ static int group_add_direct(journal_t *j, journal_req_t *r)
         j->direct_failing = false;
     }
     r->log_off = off;
+    if (roll || r->sync_journal)
+        j->jsync = true; /* the newest direct log, or the ledger, known from the journal */
+    j->droll |= roll;
     if (j->dcount++ == 0)
         j->dstart = off;
     assert(off == j->dstart + j->dbytes); /* contiguous in one log */
@@ -460,6 +478,8 @@ static bool group_add(journal_t *j, journal_req_t *r)
     }
     j->gbytes += JOURNAL_HEADER_BYTES + len;
     j->gcount++;
+    if (r->type != JREC_CHECKPOINT)
+        j->jsync = true;
     return true;
 }
 
@@ -541,6 +561,21 @@ static void group_keep_carry(journal_t *j)
     }
 }
 
+/* fdatasync of the journal file, counted and timed as the groups' are. */
+static int journal_sync_file(journal_t *j)
+{
+    uint64_t t0 = clock_mono_us();
+    int rc = fdatasync(j->fd) < 0 ? -errno : 0;
+    uint64_t t1 = clock_mono_us();
+    atomic_fetch_add(&j->syncs, 1);
+    atomic_fetch_add(&j->sync_us, t1 - t0);
+    if (j->cfg.sync_latency)
+        latq_record(j->cfg.sync_latency, t1 - t0, t1);
+    if (rc == 0)
+        j->unsynced = false;
+    return rc;
+}
+
 static int group_write(journal_t *j)
 {
     bool dio = j->dio_fd >= 0;
@@ -551,8 +586,18 @@ static int group_write(journal_t *j)
      * the journal (both before the group completes). */
     uint64_t dt0 = clock_mono_us();
     bool gated = j->cfg.gate && io_gate_write_begin(j->cfg.gate, j->gbytes + j->dbytes);
-    bool dwriting = j->dcount && dsync_start(j);
-    if (j->dcount && !dwriting)
+    /* Only large adds: their records are the durable copy (a restart reads
+     * a direct log's tail back, elog_direct_scan_tail), so the journal's
+     * references are written without an fdatasync of their own, one device
+     * flush per group instead of two, and on this thread (no hand-off). */
+    bool one = j->cfg.large_one_sync && j->cfg.sync && j->dcount && !j->jsync;
+    /* A new direct log gets no durable record before every reference into
+     * the older ones is durable: after a crash only the newest direct log's
+     * tail is read back. */
+    if (j->droll && j->unsynced)
+        rc = journal_sync_file(j);
+    bool dwriting = rc == 0 && j->dcount && !one && dsync_start(j);
+    if (rc == 0 && j->dcount && !dwriting)
         rc = direct_write(j);
     bool refused = false;
     if (rc == 0 && dio) {
@@ -567,16 +612,8 @@ static int group_write(journal_t *j)
     int inj = atomic_exchange(&j->inject, 0);
     if (rc == 0 && inj)
         rc = inj;
-    if (rc == 0 && j->cfg.sync) {
-        uint64_t t0 = clock_mono_us();
-        if (fdatasync(j->fd) < 0)
-            rc = -errno;
-        uint64_t t1 = clock_mono_us();
-        atomic_fetch_add(&j->syncs, 1);
-        atomic_fetch_add(&j->sync_us, t1 - t0);
-        if (j->cfg.sync_latency)
-            latq_record(j->cfg.sync_latency, t1 - t0, t1);
-    }
+    if (rc == 0 && j->cfg.sync && !one)
+        rc = journal_sync_file(j);
     if (dwriting) { /* always waited for: the next group writes that log */
         int drc = dsync_wait(j);
         if (rc == 0)
@@ -600,6 +637,10 @@ static int group_write(journal_t *j)
         return rc;
     }
     j->off += j->gbytes;
+    if (one) {
+        j->unsynced = true;
+        atomic_fetch_add(&j->one_sync_groups, 1);
+    }
     spares_note_written(j->cfg.spares, SPARE_JOURNAL, j->gbytes);
     spares_note_written(j->cfg.spares, SPARE_DIRECT, j->dbytes);
     if (refused) {
@@ -648,6 +689,18 @@ static void journal_post(journal_t *j, uint64_t begin, uint64_t end, int rc)
  * other failure is the journal's last (-errno). */
 static int journal_roll(journal_t *j)
 {
+    /* References written without a sync made durable before any record of
+     * the next file: replay ends a file at its first hole and goes on with the
+     * next, whose references into the same direct log would put the start of
+     * the log's read-back (elog_direct_scan_tail) past the lost ones. */
+    if (j->unsynced) {
+        int rc = journal_sync_file(j);
+        if (rc) {
+            log_error("bookie", "journal: fdatasync of %016" PRIx64 ".jnl failed: %s", j->seq,
+                      q_strerror(rc));
+            return rc;
+        }
+    }
     uint64_t t0 = clock_mono_us();
     int rc = atomic_exchange(&j->inject_roll, 0);
     if (rc == 0)
@@ -778,6 +831,8 @@ void journal_stop(journal_t *j)
     pthread_mutex_unlock(&j->lock);
     pthread_join(j->thread, NULL);
     j->started = false;
+    if (j->unsynced && j->failed == 0 && fdatasync(j->fd) == 0) /* tidy: replay needs none */
+        j->unsynced = false;
     if (j->dsync_started) {
         pthread_mutex_lock(&j->dmu);
         j->dsync_stop = true;

@@ -53,6 +53,17 @@
  * like a torn record. GC keeps direct logs the journal may reference
  * (entry_log.h: pinned).
  *
+ * With cfg.large_one_sync (journalLargeEntryOneSync, session 45) a group
+ * whose records are all ADD_REFs (and CHECKPOINT markers), none of them the
+ * first add of its ledger and none in a direct log the group opened, syncs
+ * only its direct log: its ADD_REFs are written, not synced. A later group's
+ * fdatasync of the same file, or the roll to the next file (which syncs the
+ * old one first), makes them durable; so after a crash the journal can lack
+ * only references at its very end, all into the newest direct log, of
+ * ledgers the journal or the indexes already know. At open the bookie reads
+ * that log's stamped records after the last it knows of back
+ * (elog_direct_scan_tail), which puts those entries back.
+ *
  * Queue: a ring of journal_req_t slots, allocated once (no per-add malloc).
  * The loop thread fills the slot at tail and publishes it (journal_submit);
  * the journal thread takes every published slot it finds (up to the group
@@ -146,6 +157,10 @@ typedef struct journal_req {
     uint64_t submit_us;  /* clock_mono_us() at journal_submit */
     uint64_t pick_us;    /* ... when the journal thread took it into a group */
     uint64_t durable_us; /* ... when that group's writes and syncs ended */
+    /* ADD: its group syncs the journal even if all its adds are large (the
+     * ledger's first add here: replay then knows the ledger, and a direct
+     * log's tail is read back only for known ledgers). */
+    bool sync_journal;
 } journal_req_t;
 
 typedef struct journal_config {
@@ -166,6 +181,9 @@ typedef struct journal_config {
     latq_t *direct_latency;     /* each group's direct records' write and sync, or NULL */
     latq_t *roll_latency;       /* each next journal file's creation (a roll), or NULL */
     latq_t *direct_roll_latency; /* each next direct log's creation, or NULL */
+    /* A group of large adds only syncs its direct log, not the journal (its
+     * ADD_REFs written all the same): see "Group commit with large entries". */
+    bool large_one_sync;
 } journal_config_t;
 
 /* Called on the loop for each group: slots [begin, end) were written (rc == 0)
@@ -196,6 +214,8 @@ void journal_release(journal_t *j, uint64_t end);
 void journal_get_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total);
 /* Groups written with O_DIRECT so far (cfg.odirect where the file system took it). */
 uint64_t journal_dio_groups(journal_t *j);
+/* Groups whose direct log alone was synced (cfg.large_one_sync). */
+uint64_t journal_one_sync_groups(journal_t *j);
 /* Direct log: fdatasyncs, time in writes + fdatasyncs, bytes written. */
 void journal_get_direct_stats(journal_t *j, uint64_t *syncs, uint64_t *sync_us_total,
                               uint64_t *bytes);

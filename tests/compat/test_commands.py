@@ -26,6 +26,7 @@ def test_bookie_storage_options():
         p = subprocess.Popen([QUIRE_BIN, "bookie", "--data-dir", d, "--bookiePort=0",
                               "--bindAddress=127.0.0.1", "--journalLargeEntryThreshold=65536",
                               "--journalLargeEntryDirectIo=false",
+                              "--journalLargeEntryOneSync=false",
                               "--journalDirectIo=false",
                               "--journalFormatVersionToWrite=2",
                               "--readYieldToJournalUs=250",
@@ -49,6 +50,7 @@ def test_bookie_storage_options():
             assert "quire bookie: listening on 127.0.0.1:" in line, line
             assert "journalLargeEntryThreshold=65536" in line, line
             assert "journalLargeEntryDirectIo=false" in line, line
+            assert "journalLargeEntryOneSync=false" in line, line
             assert "journalDirectIo=false" in line, line
             assert "journalFormatVersionToWrite=2" in line, line
             assert "readYieldToJournalUs=250" in line, line
@@ -72,6 +74,7 @@ def test_bookie_storage_options():
     ("journalLargeEntryThreshold", "abc"),
     ("journalLargeEntryThreshold", ""),
     ("journalLargeEntryDirectIo", "maybe"),
+    ("journalLargeEntryOneSync", "sometimes"),
     ("journalDirectIo", "perhaps"),
     ("journalFormatVersionToWrite", "1"),
     ("journalFormatVersionToWrite", "4"),
@@ -126,6 +129,7 @@ def test_bookie_bad_value_refused(key, value):
     ("statsUpdateFrequencyInSecs", "3601"),
     ("statsUpdateFrequencyInSecs", "often"),
     ("journalLargeEntryDirectIo", "sometimes"),
+    ("journalLargeEntryOneSync", "twice"),
     ("journalDirectIo", "often"),
     ("journalFormatVersionToWrite", "1"),
     ("journalFormatVersionToWrite", "4"),

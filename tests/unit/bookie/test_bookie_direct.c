@@ -12,6 +12,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/crc32c.h"
 #include "common/errors.h"
 #include "storage/bookie/bookie_int.h"
 #include "storage/bookie/bookie_io.h"
@@ -220,6 +222,50 @@ static void test_direct_torn_zeros(void)
     dt_torn(TEAR_ZEROS);
 }
 
+/* The journal file of a store with one (the tests' journal files hold all). */
+static void dt_journal_path(const char *dir, char *path, size_t n)
+{
+    TEST_REQUIRE(bt_count_files(dir, "journal", ".jnl", path, n) == 1);
+}
+
+/* Zeros from off to off + len of path: what a crash loses of writes that no
+ * fdatasync covered. */
+static void dt_zero(const char *path, off_t off, size_t len)
+{
+    int fd = open(path, O_WRONLY);
+    TEST_REQUIRE(fd >= 0);
+    uint8_t *z = calloc(1, len);
+    TEST_REQUIRE(z != NULL);
+    TEST_REQUIRE(pwrite(fd, z, len, off) == (ssize_t)len);
+    free(z);
+    close(fd);
+}
+
+#define DT_REF_REC 64 /* an ADD_REF in the journal: 40-byte header, 24-byte payload */
+
+/* Five large adds, a crash, a flipped byte in the third's record; with
+ * refs_lost the journal's references of the last four zeroed too (written
+ * without a sync, journalLargeEntryOneSync). Either way entries 2-4 are not
+ * served: the journal ends at the bad record's reference, or the direct log's
+ * read-back ends at the record. The bookie, open, is returned. */
+static bookie_t *dt_corrupt_third(const bookie_config_t *cfg, const char *dir, bool refs_lost)
+{
+    char lpath[4096];
+    dt_five_large(cfg, lpath, sizeof lpath, true);
+    if (refs_lost) {
+        char jpath[4096];
+        dt_journal_path(dir, jpath, sizeof jpath);
+        dt_zero(jpath, DT_REF_REC, 4 * DT_REF_REC);
+    }
+    bt_flip_byte(lpath, 2 * (off_t)DT_REC + ELOG_HEADER_BYTES + 100);
+    bookie_t *bk = bt_open(cfg);
+    for (int e = 0; e < 2; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, DT_LARGE), 0);
+    for (int e = 2; e < 5; e++)
+        CU_ASSERT_EQUAL(bt_read(bk, 7, e, NULL, NULL), QE_NO_ENTRY);
+    return bk;
+}
+
 /* A flipped byte in the record of a reference in the middle of the journal:
  * the journal ends there, as at a corrupt journal record; the entry is not
  * served. After a checkpoint (read from the log by the index): QE_CORRUPT. */
@@ -228,20 +274,14 @@ static void test_direct_corrupt_payload(void)
     char *dir = bt_dir("bk-dflip");
     bookie_config_t cfg;
     dt_config(&cfg, dir);
-    char lpath[4096];
-    dt_five_large(&cfg, lpath, sizeof lpath, true);
-    bt_flip_byte(lpath, 2 * (off_t)DT_REC + ELOG_HEADER_BYTES + 100);
-    bookie_t *bk = bt_open(&cfg);
-    for (int e = 0; e < 2; e++)
-        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, DT_LARGE), 0);
-    for (int e = 2; e < 5; e++)
-        CU_ASSERT_EQUAL(bt_read(bk, 7, e, NULL, NULL), QE_NO_ENTRY);
+    bookie_t *bk = dt_corrupt_third(&cfg, dir, false);
     bookie_close(bk);
     test_rm_rf(dir);
     free(dir);
 
     dir = bt_dir("bk-dflip2");
     dt_config(&cfg, dir);
+    char lpath[4096];
     dt_five_large(&cfg, lpath, sizeof lpath, false); /* indexed by the checkpoint */
     bt_flip_byte(lpath, 2 * (off_t)DT_REC + ELOG_HEADER_BYTES + 100);
     bk = bt_open(&cfg);
@@ -1634,6 +1674,161 @@ static void test_direct_alloc_ahead(void)
     free(dir);
 }
 
+/* ------------------------------------------- one sync per large group -- */
+
+/* Six large adds of a new ledger: the first (the ledger's first here, and
+ * the direct log's) syncs the journal, the five others only the direct log.
+ * Their references lost with the journal's unsynced tail, the reopened bookie
+ * reads them back from the direct log; after a clean close, from the index. */
+static void test_one_sync_tail_read_back(void)
+{
+    char *dir = bt_dir("bk-onesync");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    TEST_REQUIRE(cfg.journal_large_entry_one_sync); /* the default */
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 6; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 7, e, e - 1, DT_LARGE), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.journal_one_sync_groups, 5);
+    CU_ASSERT_EQUAL(st.journal_syncs, 1);
+    CU_ASSERT_EQUAL(st.direct_syncs, 6);
+    bookie_test_abandon(bk);
+
+    char jpath[4096];
+    dt_journal_path(dir, jpath, sizeof jpath);
+    dt_zero(jpath, DT_REF_REC, 5 * DT_REF_REC); /* entries 1-5's references */
+    bk = bt_open(&cfg);
+    for (int e = 0; e < 6; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, DT_LARGE), 0);
+    int64_t last = -2;
+    CU_ASSERT_EQUAL(bt_last_entry(bk, 7, &last), 0);
+    CU_ASSERT_EQUAL(last, 5);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.direct_tail_recovered, 5);
+    CU_ASSERT_EQUAL(bt_add(bk, 7, 6, 5, DT_LARGE), 0); /* writable, into a new direct log */
+    bookie_close(bk);
+
+    bk = bt_open(&cfg); /* the recovery's flush indexed them: nothing to read back */
+    for (int e = 0; e < 7; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, DT_LARGE), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.direct_tail_recovered, 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* A direct record at off of path: ids, DT_LARGE bytes of their fill, the
+ * stamp (the log's id, or 0 as in records of the flush and older logs). */
+static void dt_put_record(const char *path, off_t off, int64_t l, int64_t e, uint32_t stamp)
+{
+    uint8_t *rec = malloc(DT_REC);
+    TEST_REQUIRE(rec != NULL);
+    bt_fill(l, e, rec + ELOG_HEADER_BYTES, DT_LARGE);
+    elog_header_make(rec, l, e, rec + ELOG_HEADER_BYTES, DT_LARGE);
+    put_le32(rec + 8, 0);
+    put_le32(rec + 12, stamp);
+    put_le32(rec + 8, crc32c(crc32c(0, rec, ELOG_HEADER_BYTES), rec + ELOG_HEADER_BYTES, DT_LARGE));
+    int fd = open(path, O_WRONLY);
+    TEST_REQUIRE(fd >= 0);
+    TEST_REQUIRE(pwrite(fd, rec, DT_REC, off) == (ssize_t)DT_REC);
+    close(fd);
+    free(rec);
+}
+
+/* What is read back from a direct log's tail: stamped records of known
+ * ledgers, up to the first record that is not stamped with the log's id (a
+ * previous life's, the flush's) or not intact; nothing of a ledger the
+ * bookie does not know (its first add always synced the journal). */
+static void test_one_sync_tail_limits(void)
+{
+    char *dir = bt_dir("bk-onesync-lim");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    char lpath[4096];
+    dt_five_large(&cfg, lpath, sizeof lpath, true);
+    uint32_t id = 0;
+    TEST_REQUIRE(sscanf(strrchr(lpath, '/') + 1, "%8" SCNx32, &id) == 1);
+    char jpath[4096];
+    dt_journal_path(dir, jpath, sizeof jpath);
+    dt_zero(jpath, DT_REF_REC, 4 * DT_REF_REC);
+    off_t end = 5 * (off_t)DT_REC;
+    dt_put_record(lpath, end, 99, 0, id);             /* an unknown ledger: skipped */
+    dt_put_record(lpath, end + DT_REC, 7, 5, id);     /* read back */
+    dt_put_record(lpath, end + 2 * DT_REC, 7, 6, 0);  /* no stamp: the end */
+    dt_put_record(lpath, end + 3 * DT_REC, 7, 7, id); /* after the end: not read */
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 6; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(bt_read(bk, 7, 6, NULL, NULL), QE_NO_ENTRY);
+    CU_ASSERT_EQUAL(bt_read(bk, 7, 7, NULL, NULL), QE_NO_ENTRY);
+    CU_ASSERT_EQUAL(bt_read(bk, 99, 0, NULL, NULL), QE_NO_LEDGER);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.direct_tail_recovered, 5);
+    bookie_close(bk);
+
+    /* A torn record ends the tail too: entry 2 of five flipped, 3 and 4 lost
+     * with it (only the last group can be torn by a crash: no later group was
+     * acknowledged). */
+    test_rm_rf(dir);
+    bookie_close(dt_corrupt_third(&cfg, dir, true));
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* Groups that open a direct log, or hold a ledger's first add, sync the
+ * journal; so after a crash only the newest direct log's tail can lack its
+ * references. Logs of three records: nine adds make three logs. */
+static void test_one_sync_rolls(void)
+{
+    char *dir = bt_dir("bk-onesync-roll");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    cfg.entry_log_size_bytes = 3 * DT_REC + 100;
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 9; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 7, e, e - 1, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(bt_add(bk, 8, 0, -1, DT_LARGE), 0); /* a new ledger: synced */
+    CU_ASSERT_EQUAL(bt_add(bk, 8, 1, 0, DT_LARGE), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "ledgers", ".log", NULL, 0), 4);
+    /* synced: 7:0 (a new ledger and log), 7:3, 7:6 (new logs), 8:0 (both); and
+     * before the groups of 7:3, 7:6 and 8:0 write into their new log, the
+     * references written since the last sync (7:1-2, 7:4-5, 7:7-8) */
+    CU_ASSERT_EQUAL(st.journal_one_sync_groups, 11 - 4);
+    CU_ASSERT_EQUAL(st.journal_syncs, 4 + 3);
+    bookie_test_abandon(bk);
+
+    char jpath[4096];
+    dt_journal_path(dir, jpath, sizeof jpath);
+    dt_zero(jpath, 10 * DT_REF_REC, DT_REF_REC); /* 8:1's reference, the last */
+    bk = bt_open(&cfg);
+    for (int e = 0; e < 9; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 8, 0, DT_LARGE), 0);
+    CU_ASSERT_EQUAL(bt_verify(bk, 8, 1, DT_LARGE), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.direct_tail_recovered, 1);
+    bookie_close(bk);
+
+    /* Off: every group syncs both. */
+    test_rm_rf(dir);
+    cfg.journal_large_entry_one_sync = false;
+    bk = bt_open(&cfg);
+    for (int e = 0; e < 5; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 7, e, e - 1, DT_LARGE), 0);
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(st.journal_one_sync_groups, 0);
+    CU_ASSERT_EQUAL(st.journal_syncs, 5);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 void bookie_direct_register(void)
 {
     CU_pSuite s = CU_add_suite("bookie_direct", NULL, NULL);
@@ -1646,6 +1841,12 @@ void bookie_direct_register(void)
     CU_add_test(s, "missing direct record at the tail: truncated", test_direct_torn_missing_record);
     CU_add_test(s, "zeroed direct record at the tail: truncated", test_direct_torn_zeros);
     CU_add_test(s, "corrupt direct record: never served", test_direct_corrupt_payload);
+    CU_add_test(s, "one sync per group of large adds: references lost, read back from the log",
+                test_one_sync_tail_read_back);
+    CU_add_test(s, "a direct log's tail read back: stamped records of known ledgers, intact",
+                test_one_sync_tail_limits);
+    CU_add_test(s, "a ledger's first add and a direct log's roll sync the journal; off",
+                test_one_sync_rolls);
     CU_add_test(s, "large entries keep no payload in the write cache",
                 test_direct_no_payload_in_write_cache);
     CU_add_test(s, "large reads of next entries share one disk read; a bad record fails alone",
