@@ -125,10 +125,13 @@ class LatencyWindows:
     """Quire only: reads /metrics every second from `delay` s on, while a phase runs; Quire
     is started with --statsUpdateFrequencyInSecs=1, so each read shows the latency summaries'
     quantiles over the last whole second. stop() gives, per summary, the median and the
-    largest of the windows' p99s and the largest of their maxima (the first window seen is
-    dropped: it may end before the phase began), and the maxima of every summary in the
-    window whose slowest add was the slowest (srv_worst). Says which part of the server a
-    publish's time went to, window by window (docs/performance.md, sessions 34 and 43)."""
+    largest of the windows' p99s and the largest of their maxima, and the maxima of every
+    summary in the window whose slowest add was the slowest (srv_worst). Says which part of
+    the server a publish's time went to, window by window (docs/performance.md, sessions 34
+    and 43). The windows kept: given the client's measured period ((a)-(e): period(), from
+    its report), those read from 2 s after its start to its end, so each lies within it (a
+    window read at t ended after t - 1 s); else all but the first (it may end before the
+    phase began), which in (a)-(e) could reach back into the warm-up (session 44's `c12`)."""
 
     def __init__(self, srv, delay=0.0):
         self.srv, self.delay, self.rows = srv, delay, []
@@ -169,17 +172,22 @@ class LatencyWindows:
         while not self.stop_ev.is_set():
             row = self.read()
             if row is not None and row != last:
-                self.rows.append(row)
+                self.rows.append((time.time(), row))
                 last = row
             self.stop_ev.wait(1.0)
 
-    def stop(self):
+    def stop(self, period=None):
         if not self.th:
             return {}
         self.stop_ev.set()
         self.th.join(10)
         out = {}
-        rows = self.rows[1:]
+        rows = [r for _, r in self.rows[1:]]
+        if period:
+            inside = [r for t, r in self.rows if period[0] + 2.0 <= t <= period[1]]
+            if inside:
+                rows = inside
+                out["srv_windows_aligned"] = 1
         has = lambda r, k: r.get(k) is not None and r[k] == r[k]  # present, not NaN
         for key in LATENCY_SUMMARIES.values():
             vals = [r[key] for r in rows if has(r, key)]
@@ -404,6 +412,13 @@ def lateness(r, prefix=""):
     return out
 
 
+def period(r):
+    """The measured period of one quire-perf JSON report, (start, end) in wall-clock
+    seconds, or None (an older quire-perf, or a failed run)."""
+    end, d = r.get("measured_end_unix_s"), r.get("duration_s")
+    return (end - d, end) if end and d else None
+
+
 def flat(r):
     """The figures of one quire-perf JSON report that go in the table."""
     out = {}
@@ -574,7 +589,7 @@ def run_simple(sc, srv, perf, tag, secs, warm, servers, freeze_on):
                  "%s-%s" % (sc, srv.label), secs + warm + 180)
     f = flat(r)
     f.update(smp.stop())
-    f.update(lw.stop())
+    f.update(lw.stop(period(r)))
     f.update(sync_means(syncs, disk_syncs(srv)))
     f.update(writeback_figures(pc, page_cache()))
     f["settle_s"] = settled
@@ -606,7 +621,7 @@ def run_backlog(srv, perf, tag, mb, rate, servers, freeze_on):
     cons = perf.run("consume", srv.url, sub + ["--messages", n, "--warmup-seconds", 0,
                     "--receiver-queue-size", 10000, "--subscription-position", "Earliest"],
                     "f-catchup-" + srv.label, 1800)
-    windows = lw.stop()
+    windows = lw.stop()  # the catch-up's few seconds: every window but the first
     live.send_signal(signal.SIGINT)
     live = perf.finish(live, 60)
     out = {"backlog_mb": round(n * 1024 / 1e6), "fill_mb_per_s": round(n * 1024 / 1e6 / fill_s, 1),

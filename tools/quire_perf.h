@@ -331,8 +331,10 @@ void perf_format_interval(char *buf, size_t cap, double elapsed_s, double interv
 void perf_format_percentiles(char *buf, size_t cap, const hist_t *h);
 /* The final report, human-readable. */
 void perf_print_final(FILE *f, const perf_opts_t *o, const perf_stats_t *tot, double duration_s);
-/* The final report as a JSON object. 0 or -errno. */
-int perf_write_json(FILE *f, const perf_opts_t *o, const perf_stats_t *tot, double duration_s);
+/* The final report as a JSON object; with end_unix_s > 0 (perf_run_end_unix_s)
+ * it says when the measured period ended. 0 or -errno. */
+int perf_write_json(FILE *f, const perf_opts_t *o, const perf_stats_t *tot, double duration_s,
+                    double end_unix_s);
 
 /* ================================================================ connections */
 
@@ -426,6 +428,10 @@ int perf_run_status(const perf_run_t *r);
 const char *perf_run_error(const perf_run_t *r);
 /* Totals measured after warm-up, and their duration in seconds. */
 const perf_stats_t *perf_run_totals(perf_run_t *r, double *duration_s);
+/* When the measured period ended (now, while it runs), as wall-clock seconds
+ * since the epoch: with perf_run_totals' duration, the period a server's own
+ * figures can be lined up with (bench/compare.py). */
+double perf_run_end_unix_s(const perf_run_t *r);
 void perf_run_free(perf_run_t *r);
 
 #endif

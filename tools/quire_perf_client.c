@@ -1358,6 +1358,12 @@ const perf_stats_t *perf_run_totals(perf_run_t *r, double *duration_s)
     return &r->tot;
 }
 
+double perf_run_end_unix_s(const perf_run_t *r)
+{
+    uint64_t end = r->end_ns ? r->end_ns : clock_mono_ns();
+    return (double)r->wall_base_us / 1e6 + ((double)end - (double)r->mono_base_ns) / 1e9;
+}
+
 void perf_run_free(perf_run_t *r)
 {
     if (!r)

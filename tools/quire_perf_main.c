@@ -19,14 +19,14 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
     perf_run_stop(w->data);
 }
 
-static int write_json(const perf_opts_t *o, const perf_stats_t *t, double d)
+static int write_json(const perf_opts_t *o, const perf_stats_t *t, double d, double end_unix_s)
 {
     FILE *f = fopen(o->json_path, "w");
     if (!f) {
         perror(o->json_path);
         return -1;
     }
-    int rc = perf_write_json(f, o, t, d);
+    int rc = perf_write_json(f, o, t, d, end_unix_s);
     if (fclose(f) != 0 || rc != 0) {
         fprintf(stderr, "quire-perf: cannot write %s\n", o->json_path);
         return -1;
@@ -74,7 +74,7 @@ int main(int argc, char **argv)
     if (perf_run_status(run) == 0 || d > 0)
         perf_print_final(stdout, &o, t, d);
     int status = perf_run_status(run) != 0 ? 1 : 0;
-    if (o.json_path && write_json(&o, t, d) != 0)
+    if (o.json_path && write_json(&o, t, d, perf_run_end_unix_s(run)) != 0)
         status = 1;
     perf_run_free(run);
     perf_opts_free(&o);

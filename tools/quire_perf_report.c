@@ -203,7 +203,8 @@ static void json_hist(FILE *f, const char *name, const hist_t *h)
     fprintf(f, ", \"max\": %.3f}", ms(h->total ? h->max : 0));
 }
 
-int perf_write_json(FILE *f, const perf_opts_t *o, const perf_stats_t *t, double d)
+int perf_write_json(FILE *f, const perf_opts_t *o, const perf_stats_t *t, double d,
+                    double end_unix_s)
 {
     fprintf(f, "{\n  \"tool\": \"%s\",\n", PERF_CLIENT_VERSION);
     fprintf(f, "  \"mode\": \"%s\",\n",
@@ -216,6 +217,8 @@ int perf_write_json(FILE *f, const perf_opts_t *o, const perf_stats_t *t, double
             o->batch_max_messages, o->batch_max_delay_ms);
     fprintf(f, "  \"compression\": \"%s\",\n  \"duration_s\": %.3f,\n",
             perf_compression_name(o->compression), d);
+    if (end_unix_s > 0)
+        fprintf(f, "  \"measured_end_unix_s\": %.3f,\n", end_unix_s);
     fprintf(f, "  \"produced_msgs\": %llu,\n  \"produced_bytes\": %llu,\n",
             (unsigned long long)t->produced_msgs, (unsigned long long)t->produced_bytes);
     fprintf(f, "  \"produce_msg_per_s\": %.3f,\n  \"produce_mb_per_s\": %.3f,\n",

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "server/codec/commands.h"
 #include "tests/unit/perf/perf_tests.h"
@@ -433,6 +434,9 @@ static void test_both_partitioned(void)
     CU_ASSERT_EQUAL(t->e2e_us.total, 400);
     CU_ASSERT_EQUAL(t->witness_us.total, 0); /* no --host-witness */
     CU_ASSERT_TRUE(d > 0);
+    /* the measured period ended before now and after the run began (at most 15 s ago) */
+    double end = perf_run_end_unix_s(r), now = (double)clock_wall_ms() / 1000.0;
+    CU_ASSERT_TRUE(end <= now + 0.002 && end >= now - 15.0 - d);
     /* resolver + (2 producers + 2 consumers) x (first broker + redirect target) */
     CU_ASSERT_EQUAL(s->connects, 9);
     CU_ASSERT_EQUAL(s->redirects, 4);

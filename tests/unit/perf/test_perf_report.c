@@ -216,9 +216,11 @@ static void test_final_and_json(void)
     free(text);
     f = open_memstream(&text, &len);
     TEST_REQUIRE(f != NULL);
-    CU_ASSERT_EQUAL(perf_write_json(f, &o, s, 2.0), 0);
+    CU_ASSERT_EQUAL(perf_write_json(f, &o, s, 2.0, 1765123456.25), 0);
     fclose(f);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"mode\": \"both\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"duration_s\": 2.000,\n  \"measured_end_unix_s\": "
+                                        "1765123456.250,"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"produce_msg_per_s\": 1000.000"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"publish_latency_ms\": {\"count\": 1, \"mean\": 1.500"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"p99.99\": 2.500"));
