@@ -1,0 +1,1 @@
+/tmp/s45/bp/tools/quire-perf both --service-url pulsar://127.0.0.1:36307 --json /tmp/s45/d1/base-1/raw/001-d-quire.json --report-interval-s 5 --op-timeout-s 60 --topics d-q00 --size 1024 --rate 0 --disable-batching --max-pending 1 --seconds 10 --warmup-seconds 3 --host-witness
