@@ -44,6 +44,8 @@
 #include "storage/bookie/spare.h"
 
 #define BOOKIE_ENTRY_BYTES_MAX (32u << 20) /* larger adds get QE_TOO_LARGE */
+_Static_assert(BOOKIE_ENTRY_BYTES_MAX <= ELOG_PAYLOAD_MAX,
+               "a direct log's read-back takes every add");
 #define BOOKIE_READS_PENDING_MAX 65536     /* reads in flight; beyond: QE_BUSY */
 /* Reader threads: large records are read with O_DIRECT, one read per entry,
  * and the disk here takes 4 reads at once about 1.7x faster than 2 (catch-up

@@ -1617,8 +1617,8 @@ int elog_direct_scan_tail(entry_log_t *log, elog_tail_fn fn, void *ctx, uint32_t
             return -errno;
         uint32_t len = get_le32(h + 4);
         if (n != (ssize_t)sizeof h || get_le32(h) != ELOG_MAGIC || get_le32(h + 12) != log->id ||
-            log->size - off - ELOG_HEADER_BYTES < len)
-            return 0;
+            len > ELOG_PAYLOAD_MAX || log->size - off - ELOG_HEADER_BYTES < len)
+            return 0; /* not one of this log's records (len: no add is larger) */
         int64_t ledger_id = (int64_t)get_le64(h + 16), entry_id = (int64_t)get_le64(h + 24);
         qbuf_t *b = qbuf_new(len);
         if (!b)

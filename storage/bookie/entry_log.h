@@ -75,6 +75,8 @@
 #define ELOG_MAGIC 0x314c4551u
 #define ELOG_HEADER_BYTES 32u
 #define ELOG_IDX_RECORD_BYTES 32u
+/* No record's payload is larger: the bookie refuses larger adds (BOOKIE_ENTRY_BYTES_MAX). */
+#define ELOG_PAYLOAD_MAX (32u << 20)
 
 /* ledger id -> bytes of its records in one log (open addressing). */
 typedef struct lb_map {
