@@ -183,16 +183,19 @@ static inline bool perf_ptimer_active(const perf_ptimer_t *t)
     return t->slot != 0;
 }
 
-/* The host witness (quire_perf_witness.c): a thread that only sleeps 1 ms at
- * a time and records how late it wakes, in microseconds. It carries none of
- * the load: its lateness is the machine's (every CPU busy with other threads,
- * or the host not running them), not the client's work nor the server's. */
+/* The host witness (quire_perf_witness.c): one thread per CPU the process may
+ * run on, pinned to it, that only sleeps 1 ms at a time and records how late
+ * it wakes, in microseconds (all in one histogram). It carries none of the
+ * load: its lateness is the machine's (a CPU busy with other threads, or the
+ * host not running a vCPU), not the client's work nor the server's. */
 typedef struct perf_witness perf_witness_t;
 /* 0 or -errno. */
 int perf_witness_start(perf_witness_t **out);
+/* How many threads it runs (one per CPU; 0 for NULL). */
+unsigned perf_witness_threads(const perf_witness_t *w);
 /* Merges what it recorded since the last take into `into`, and forgets it. */
 void perf_witness_take(perf_witness_t *w, hist_t *into);
-/* Stops the thread and frees w. NULL is a no-op. */
+/* Stops the threads and frees w. NULL is a no-op. */
 void perf_witness_stop(perf_witness_t *w);
 
 /* ================================================================ wire */

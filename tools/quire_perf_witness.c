@@ -1,15 +1,20 @@
 /*
- * quire_perf_witness.c — the host witness (--host-witness): a thread that does
- * nothing but sleep 1 ms at a time, to absolute deadlines of CLOCK_MONOTONIC,
- * and records how late it wakes. It carries none of the load, so its lateness
- * is neither the load generator's work nor the server's: all of the guest's
- * CPUs were busy with other threads, or the host did not run them. Beside the
+ * quire_perf_witness.c — the host witness (--host-witness): one thread per CPU
+ * the process may run on, each pinned to its CPU, doing nothing but sleeping
+ * 1 ms at a time to absolute deadlines of CLOCK_MONOTONIC and recording how
+ * late it wakes. They carry none of the load, so their lateness is neither the
+ * load generator's work nor the server's: a CPU busy with other threads, or a
+ * vCPU the host did not run. Pinned, one of them sees a hold of any one vCPU
+ * (a single thread sees only the CPU its timer is on: session 45 had the
+ * server's vCPU held 38 ms while a floating witness saw 6). Beside the
  * client's own timer lateness (perf_stats_t.late_us) it tells a stall of the
  * client process from one of the machine.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -17,9 +22,17 @@
 #include "tools/quire_perf.h"
 
 #define WITNESS_STEP_NS 1000000u
+#define WITNESS_THREADS_MAX 64u
+
+typedef struct witness_thread {
+    struct perf_witness *w;
+    pthread_t thread;
+    int cpu; /* pinned to it, or -1 */
+} witness_thread_t;
 
 struct perf_witness {
-    pthread_t thread;
+    witness_thread_t t[WITNESS_THREADS_MAX];
+    unsigned n;
     pthread_mutex_t lock;
     hist_t lateness_us; /* since the last perf_witness_take, under lock */
     atomic_bool stop;
@@ -27,7 +40,8 @@ struct perf_witness {
 
 static void *witness_main(void *arg)
 {
-    perf_witness_t *w = arg;
+    witness_thread_t *t = arg;
+    perf_witness_t *w = t->w;
     uint64_t next = clock_mono_ns() + WITNESS_STEP_NS;
     while (!atomic_load(&w->stop)) {
         struct timespec ts = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
@@ -45,10 +59,18 @@ static void *witness_main(void *arg)
     return NULL;
 }
 
+/* Stops and joins the first n threads. */
+static void witness_join(perf_witness_t *w, unsigned n)
+{
+    atomic_store(&w->stop, true);
+    for (unsigned i = 0; i < n; i++)
+        pthread_join(w->t[i].thread, NULL);
+}
+
 int perf_witness_start(perf_witness_t **out)
 {
     *out = NULL;
-    perf_witness_t *w = malloc(sizeof *w);
+    perf_witness_t *w = calloc(1, sizeof *w);
     if (!w)
         return -ENOMEM;
     hist_init(&w->lateness_us);
@@ -58,15 +80,43 @@ int perf_witness_start(perf_witness_t **out)
         free(w);
         return -rc;
     }
-    rc = pthread_create(&w->thread, NULL, witness_main, w);
-    if (rc != 0) {
-        pthread_mutex_destroy(&w->lock);
-        free(w);
-        return -rc;
+    cpu_set_t allowed;
+    int cpus[WITNESS_THREADS_MAX], ncpus = 0;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+        for (int c = 0; c < CPU_SETSIZE && ncpus < (int)WITNESS_THREADS_MAX; c++)
+            if (CPU_ISSET(c, &allowed))
+                cpus[ncpus++] = c;
+    if (ncpus == 0)
+        cpus[ncpus++] = -1; /* one thread, not pinned */
+    for (int i = 0; i < ncpus; i++) {
+        witness_thread_t *t = &w->t[i];
+        t->w = w;
+        t->cpu = cpus[i];
+        rc = pthread_create(&t->thread, NULL, witness_main, t);
+        if (rc != 0) {
+            witness_join(w, w->n);
+            pthread_mutex_destroy(&w->lock);
+            free(w);
+            return -rc;
+        }
+        w->n++;
+        if (t->cpu >= 0) { /* else, or if refused, it floats: it still counts */
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(t->cpu, &one);
+            pthread_setaffinity_np(t->thread, sizeof one, &one);
+        }
+        char name[16]; /* the kernel's limit: the CPU's last two digits */
+        snprintf(name, sizeof name, "qperf-witness%u", (unsigned)(t->cpu >= 0 ? t->cpu : 0) % 100u);
+        pthread_setname_np(t->thread, name); /* in perf and top */
     }
-    pthread_setname_np(w->thread, "qperf-witness"); /* in perf and top */
     *out = w;
     return 0;
+}
+
+unsigned perf_witness_threads(const perf_witness_t *w)
+{
+    return w ? w->n : 0;
 }
 
 void perf_witness_take(perf_witness_t *w, hist_t *into)
@@ -81,8 +131,7 @@ void perf_witness_stop(perf_witness_t *w)
 {
     if (!w)
         return;
-    atomic_store(&w->stop, true);
-    pthread_join(w->thread, NULL);
+    witness_join(w, w->n);
     pthread_mutex_destroy(&w->lock);
     free(w);
 }
