@@ -616,13 +616,15 @@ static bool bookie_add_fits(const bookie_t *bk, uint32_t len)
     return held + need <= 2 * bk->cfg.write_cache_bytes;
 }
 
-/* 0 if the ledger takes adds, else why not. */
+/* 0 if the ledger takes adds, else why not; *first (unless NULL): no add of it
+ * has completed since open (journal.h: such an add syncs the journal). */
 static int bookie_ledger_check(bookie_t *bk, int64_t ledger_id, bool recovery, bool *first)
 {
     pthread_mutex_lock(&bk->lock);
     ledger_t *l = ledger_get_or_create(&bk->ledgers, ledger_id);
     int rc = !l ? -ENOMEM : l->deleted ? QE_NO_LEDGER : (l->fenced && !recovery) ? QE_FENCED : 0;
-    *first = l && l->last_entry < 0; /* none completed yet: not known from the disk */
+    if (first)
+        *first = l && l->last_entry < 0; /* none completed yet: not known from the disk */
     pthread_mutex_unlock(&bk->lock);
     return rc;
 }
@@ -749,8 +751,7 @@ static int bookie_add_flags(bookie_t *bk, int64_t ledger_id, int64_t entry_id, i
     if (bk->adds_pending + bk->adds_waiting >= bk->cfg.pending_adds_max)
         return bookie_refuse(bk, QE_BUSY, "add (pending adds bound)", ledger_id, entry_id);
     if (bk->wait_head || !bookie_add_fits(bk, data->len)) {
-        bool first;
-        rc = bookie_ledger_check(bk, ledger_id, recovery, &first); /* refused now if later */
+        rc = bookie_ledger_check(bk, ledger_id, recovery, NULL); /* refused now if later */
         if (rc == 0)
             rc = bookie_add_wait(bk, ledger_id, entry_id, lac, data, cb, arg, recovery);
     } else {
@@ -1515,9 +1516,8 @@ static int bookie_replay_ref(bookie_t *bk, ledger_t *l, const journal_record_t *
  * record is not one of this life's adds to put back (a ledger deleted since,
  * whose tombstone is gone). */
 static int bookie_tail_record(void *ctx, entry_log_t *log, int64_t ledger_id, int64_t entry_id,
-                              uint64_t offset, uint32_t length, qbuf_t *b)
+                              uint64_t offset, qbuf_t *b)
 {
-    (void)length;
     bookie_t *bk = ctx;
     ledger_t *l = ledger_find(&bk->ledgers, ledger_id);
     if (!l || l->deleted) {

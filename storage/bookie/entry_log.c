@@ -1638,7 +1638,7 @@ int elog_direct_scan_tail(entry_log_t *log, elog_tail_fn fn, void *ctx, uint32_t
                      log->id, off);
             return 0;
         }
-        rc = fn(ctx, log, ledger_id, entry_id, off, len, b);
+        rc = fn(ctx, log, ledger_id, entry_id, off, b);
         if (rc)
             return rc;
         off += ELOG_HEADER_BYTES + (uint64_t)len;

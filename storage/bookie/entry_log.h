@@ -389,7 +389,7 @@ bool elog_direct_stamped(const entry_log_t *log);
 /* Called for each record of a direct log's tail with its payload (b, a new
  * reference the callee takes over); non-zero stops the scan with that code. */
 typedef int (*elog_tail_fn)(void *ctx, entry_log_t *log, int64_t ledger_id, int64_t entry_id,
-                            uint64_t offset, uint32_t length, qbuf_t *b);
+                            uint64_t offset, qbuf_t *b);
 /* At open, before log_table_cut_tails: the stamped records of log after the
  * last one its .idx or the journal's replayed references point at
  * (log->rec_end), read and verified one by one until the first that is not

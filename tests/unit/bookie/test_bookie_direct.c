@@ -1829,6 +1829,33 @@ static void test_one_sync_rolls(void)
     free(dir);
 }
 
+/* A journal roll syncs the old file first when it holds references written
+ * without a sync: replay goes on with the next file after a hole in one, and
+ * the next file's references would put the read-back's start past the lost
+ * ones. 4-KiB journal files (64 references each): 70 large adds roll once. */
+static void test_one_sync_journal_roll(void)
+{
+    char *dir = bt_dir("bk-onesync-jroll");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    cfg.journal_file_size_bytes = 4096;
+    bookie_t *bk = bt_open(&cfg);
+    for (int e = 0; e < 70; e++)
+        CU_ASSERT_EQUAL(bt_add(bk, 7, e, e - 1, DT_LARGE), 0);
+    bookie_stats_t st;
+    bookie_get_stats(bk, &st);
+    CU_ASSERT_EQUAL(bt_count_files(dir, "journal", ".jnl", NULL, 0), 2);
+    CU_ASSERT_EQUAL(st.journal_one_sync_groups, 69); /* all but 7:0 (a new ledger and log) */
+    CU_ASSERT_EQUAL(st.journal_syncs, 2);            /* 7:0's group, and the roll's */
+    bookie_test_abandon(bk);
+    bk = bt_open(&cfg);
+    for (int e = 0; e < 70; e++)
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, e, DT_LARGE), 0);
+    bookie_close(bk);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 void bookie_direct_register(void)
 {
     CU_pSuite s = CU_add_suite("bookie_direct", NULL, NULL);
@@ -1847,6 +1874,8 @@ void bookie_direct_register(void)
                 test_one_sync_tail_limits);
     CU_add_test(s, "a ledger's first add and a direct log's roll sync the journal; off",
                 test_one_sync_rolls);
+    CU_add_test(s, "a journal roll syncs the references written without a sync first",
+                test_one_sync_journal_roll);
     CU_add_test(s, "large entries keep no payload in the write cache",
                 test_direct_no_payload_in_write_cache);
     CU_add_test(s, "large reads of next entries share one disk read; a bad record fails alone",
