@@ -16,7 +16,9 @@
  * group_write: the direct records written and fdatasynced on the bk-dsync
  * thread (elog_direct_write: O_DIRECT from an aligned stage where the file
  * system allows) while the journal thread writes and syncs the journal
- * records; the group completes when both are done. A crash between the two
+ * records; the group completes when both are done (a group of large adds
+ * alone with cfg.large_one_sync: when its direct log's sync returns, before
+ * the references are written; journal.h). A crash between the two
  * leaves ADD_REFs whose records are not intact only in the last group, none of
  * which was acknowledged: replay takes the first such reference for the
  * journal's end (bookie.c, bookie_replay_ref).
@@ -561,6 +563,35 @@ static void group_keep_carry(journal_t *j)
     }
 }
 
+static void journal_done_on_loop(void *p)
+{
+    journal_done_t *d = p;
+    d->j->fn(d->j->ctx, d->begin, d->end, d->rc, d->pos);
+    free(d);
+}
+
+/* One completion for slots [begin, end) to the loop; pos: where the journal
+ * ends after them. */
+static void journal_post(journal_t *j, uint64_t begin, uint64_t end, int rc, journal_pos_t pos)
+{
+    journal_done_t *d = malloc(sizeof *d);
+    if (d)
+        *d = (journal_done_t){j, begin, end, rc, pos};
+    if (!d || qloop_post(j->mb, journal_done_on_loop, d) != 0) {
+        log_error("bookie", "journal: out of memory posting a completion");
+        abort(); /* the adds would never complete: fail loudly */
+    }
+}
+
+/* Slots [begin, taken) durable (or failed): stamped and posted. */
+static void group_complete(journal_t *j, uint64_t begin, int rc, journal_pos_t pos)
+{
+    uint64_t done = clock_mono_us();
+    for (uint64_t i = begin; i < j->taken; i++)
+        j->ring[i % j->cfg.ring_slots].durable_us = done;
+    journal_post(j, begin, j->taken, rc, pos);
+}
+
 /* fdatasync of the journal file, counted and timed as the groups' are. */
 static int journal_sync_file(journal_t *j)
 {
@@ -576,7 +607,21 @@ static int journal_sync_file(journal_t *j)
     return rc;
 }
 
-static int group_write(journal_t *j)
+/* A group's direct records written (and synced), since dt0: counted and
+ * timed. */
+static void direct_account(journal_t *j, int rc, uint64_t dt0)
+{
+    uint64_t dt1 = clock_mono_us();
+    atomic_fetch_add(&j->direct_syncs, j->cfg.sync && rc == 0);
+    atomic_fetch_add(&j->direct_sync_us, dt1 - dt0);
+    if (j->cfg.direct_latency && rc == 0)
+        latq_record(j->cfg.direct_latency, dt1 - dt0, dt1);
+    atomic_fetch_add(&j->direct_bytes, rc == 0 ? j->dbytes : 0);
+}
+
+/* Writes the group of slots [begin, taken) and completes it, or fails it
+ * (-errno; completed already when its adds were durable before the failure). */
+static int group_write(journal_t *j, uint64_t begin)
 {
     bool dio = j->dio_fd >= 0;
     if (!dio && j->gbuf_len > j->gseg_start)
@@ -599,6 +644,17 @@ static int group_write(journal_t *j)
     bool dwriting = rc == 0 && j->dcount && !one && dsync_start(j);
     if (rc == 0 && j->dcount && !dwriting)
         rc = direct_write(j);
+    /* One sync: the adds are durable with their direct records, so they
+     * complete now, before their references are written (a failure of that
+     * write turns the bookie read-only, and a crash before it leaves records
+     * the restart reads back). */
+    bool early = rc == 0 && one;
+    if (early) {
+        direct_account(j, 0, dt0);
+        atomic_fetch_add(&j->one_sync_groups, 1);
+        elog_direct_publish(j->cfg.direct);
+        group_complete(j, begin, 0, (journal_pos_t){j->seq, j->off + j->gbytes});
+    }
     bool refused = false;
     if (rc == 0 && dio) {
         rc = group_write_dio(j);
@@ -621,26 +677,20 @@ static int group_write(journal_t *j)
     }
     if (gated)
         io_gate_write_end(j->cfg.gate);
-    if (j->dcount) {
-        uint64_t dt1 = clock_mono_us();
-        atomic_fetch_add(&j->direct_syncs, j->cfg.sync && rc == 0);
-        atomic_fetch_add(&j->direct_sync_us, dt1 - dt0);
-        if (j->cfg.direct_latency && rc == 0)
-            latq_record(j->cfg.direct_latency, dt1 - dt0, dt1);
-        atomic_fetch_add(&j->direct_bytes, rc == 0 ? j->dbytes : 0);
-    }
+    if (j->dcount && !early)
+        direct_account(j, rc, dt0);
     if (rc) {
         log_error("bookie",
                   "journal: write of %u records at %016" PRIx64 ".jnl:%" PRIu64
                   " failed: %s; the bookie turns read-only",
                   j->gcount, j->seq, j->off, q_strerror(rc));
+        /* adds completed already: the failure alone, for the bookie's state */
+        group_complete(j, early ? j->taken : begin, rc, (journal_pos_t){j->seq, j->off});
         return rc;
     }
     j->off += j->gbytes;
-    if (one) {
+    if (one)
         j->unsynced = true;
-        atomic_fetch_add(&j->one_sync_groups, 1);
-    }
     spares_note_written(j->cfg.spares, SPARE_JOURNAL, j->gbytes);
     spares_note_written(j->cfg.spares, SPARE_DIRECT, j->dbytes);
     if (refused) {
@@ -650,16 +700,11 @@ static int group_write(journal_t *j)
         group_keep_carry(j);
         assert(j->off == j->carry_off + j->carry);
     }
-    if (j->dcount)
+    if (j->dcount && !early)
         elog_direct_publish(j->cfg.direct);
+    if (!early)
+        group_complete(j, begin, 0, (journal_pos_t){j->seq, j->off});
     return 0;
-}
-
-static void journal_done_on_loop(void *p)
-{
-    journal_done_t *d = p;
-    d->j->fn(d->j->ctx, d->begin, d->end, d->rc, d->pos);
-    free(d);
 }
 
 static uint64_t journal_published_tail(journal_t *j)
@@ -668,18 +713,6 @@ static uint64_t journal_published_tail(journal_t *j)
     uint64_t t = j->tail;
     pthread_mutex_unlock(&j->lock);
     return t;
-}
-
-/* One completion for slots [begin, end) to the loop. */
-static void journal_post(journal_t *j, uint64_t begin, uint64_t end, int rc)
-{
-    journal_done_t *d = malloc(sizeof *d);
-    if (d)
-        *d = (journal_done_t){j, begin, end, rc, {j->seq, j->off}};
-    if (!d || qloop_post(j->mb, journal_done_on_loop, d) != 0) {
-        log_error("bookie", "journal: out of memory posting a completion");
-        abort(); /* the adds would never complete: fail loudly */
-    }
 }
 
 /* The next file, before the group's first record (the carry stays with the
@@ -736,7 +769,7 @@ static void journal_run_group(journal_t *j, uint64_t avail)
         rc = journal_roll(j);
         if (rc == QE_READ_ONLY) { /* not now: every slot queued fails, none encoded */
             j->taken = avail;
-            journal_post(j, begin, avail, rc);
+            journal_post(j, begin, avail, rc, (journal_pos_t){j->seq, j->off});
             return;
         }
         j->failed = rc;
@@ -753,11 +786,9 @@ static void journal_run_group(journal_t *j, uint64_t avail)
     }
     assert(j->taken > begin);
     if (rc == 0)
-        rc = j->failed = group_write(j);
-    uint64_t done = clock_mono_us();
-    for (uint64_t i = begin; i < j->taken; i++)
-        j->ring[i % j->cfg.ring_slots].durable_us = done;
-    journal_post(j, begin, j->taken, rc);
+        j->failed = group_write(j, begin); /* completes the group */
+    else
+        group_complete(j, begin, rc, (journal_pos_t){j->seq, j->off});
 }
 
 static void *journal_main(void *p)

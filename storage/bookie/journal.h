@@ -62,7 +62,11 @@
  * only references at its very end, all into the newest direct log, of
  * ledgers the journal or the indexes already know. At open the bookie reads
  * that log's stamped records after the last it knows of back
- * (elog_direct_scan_tail), which puts those entries back.
+ * (elog_direct_scan_tail), which puts those entries back. Such a group
+ * completes as soon as its direct log's fdatasync returns (session 46),
+ * before its ADD_REFs are written: they are not what makes the adds
+ * durable. A failure of that write fails no add; it turns the bookie
+ * read-only (a completion of no slots with the error).
  *
  * Queue: a ring of journal_req_t slots, allocated once (no per-add malloc).
  * The loop thread fills the slot at tail and publishes it (journal_submit);
@@ -81,9 +85,10 @@
  *
  * Errors: a failed write or fdatasync (journal or direct log) fails that group with -errno and
  * every later group with the same code (the journal never writes again; the bookie turns
- * read-only). A next file that cannot be made for lack of space (ENOSPC, EDQUOT at its
- * creation or preallocation, before any record of the group is encoded) fails only the
- * adds queued then, with QE_READ_ONLY, and the next group tries again.
+ * read-only); a one-sync group's adds completed before its journal write are not failed. A next
+ * file that cannot be made for lack of space (ENOSPC, EDQUOT at its creation or preallocation,
+ * before any record of the group is encoded) fails only the adds queued then, with QE_READ_ONLY,
+ * and the next group tries again.
  */
 #ifndef QUIRE_STORAGE_BOOKIE_JOURNAL_H
 #define QUIRE_STORAGE_BOOKIE_JOURNAL_H

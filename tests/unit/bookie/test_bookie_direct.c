@@ -1856,6 +1856,49 @@ static void test_one_sync_journal_roll(void)
     free(dir);
 }
 
+/* A group of large adds that syncs only its direct log completes as soon as
+ * that sync returns, before its references are written into the journal:
+ * a journal write that fails then turns the bookie read-only but does not
+ * fail the adds, which are durable; they are there after a restart, also
+ * with the reference lost (read back from the direct log). With the one
+ * sync off the same failure fails the add. */
+static void test_one_sync_completes_before_refs(void)
+{
+    char *dir = bt_dir("bk-onesync-early");
+    bookie_config_t cfg;
+    dt_config(&cfg, dir);
+    for (int one = 1; one >= 0; one--) {
+        cfg.journal_large_entry_one_sync = one;
+        bookie_t *bk = bt_open(&cfg);
+        CU_ASSERT_EQUAL(bt_add(bk, 7, 0, -1, DT_LARGE), 0); /* a new ledger: syncs the journal */
+        bookie_test_fail_journal(bk, -EIO);
+        int rc = bt_add(bk, 7, 1, 0, DT_LARGE);
+        CU_ASSERT_EQUAL(rc, one ? 0 : -EIO);
+        rc = bt_add(bk, 7, 2, 1, DT_LARGE); /* the failure reached the bookie or the journal */
+        CU_ASSERT(rc == QE_READ_ONLY || rc == -EIO);
+        CU_ASSERT_EQUAL(bt_add(bk, 7, 2, 1, DT_LARGE), QE_READ_ONLY);
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, 0, DT_LARGE), 0);
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, 1, DT_LARGE), one ? 0 : QE_NO_ENTRY);
+        bookie_test_abandon(bk);
+        if (one) {
+            char jpath[4096];
+            dt_journal_path(dir, jpath, sizeof jpath);
+            dt_zero(jpath, DT_REF_REC, DT_REF_REC); /* 7:1's reference */
+        }
+        bk = bt_open(&cfg);
+        CU_ASSERT_EQUAL(bt_verify(bk, 7, 0, DT_LARGE), 0);
+        if (one) {
+            CU_ASSERT_EQUAL(bt_verify(bk, 7, 1, DT_LARGE), 0);
+            bookie_stats_t st;
+            bookie_get_stats(bk, &st);
+            CU_ASSERT_EQUAL(st.direct_tail_recovered, 1);
+        }
+        bookie_close(bk);
+        test_rm_rf(dir);
+    }
+    free(dir);
+}
+
 void bookie_direct_register(void)
 {
     CU_pSuite s = CU_add_suite("bookie_direct", NULL, NULL);
@@ -1876,6 +1919,8 @@ void bookie_direct_register(void)
                 test_one_sync_rolls);
     CU_add_test(s, "a journal roll syncs the references written without a sync first",
                 test_one_sync_journal_roll);
+    CU_add_test(s, "one sync: adds complete before their references are written",
+                test_one_sync_completes_before_refs);
     CU_add_test(s, "large entries keep no payload in the write cache",
                 test_direct_no_payload_in_write_cache);
     CU_add_test(s, "large reads of next entries share one disk read; a bad record fails alone",
