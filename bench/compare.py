@@ -129,9 +129,13 @@ class LatencyWindows:
     summary in the window whose slowest add was the slowest (srv_worst). Says which part of
     the server a publish's time went to, window by window (docs/performance.md, sessions 34
     and 43). The windows kept: given the client's measured period ((a)-(e): period(), from
-    its report), those read from 2 s after its start to its end, so each lies within it (a
-    window read at t ended after t - 1 s); else all but the first (it may end before the
-    phase began), which in (a)-(e) could reach back into the warm-up (session 44's `c12`)."""
+    its report), those read from 2 s after its start (a window read at t ended after
+    t - 1 s, so none reaches back into the warm-up) to 1.5 s after its end, with one read
+    made after end + 1 s, so that the window holding the period's last moment is among them
+    (session 46; before, windows read after the end were dropped, and a stall in the last
+    second was the client's alone in the table); else all but the first (it may end before
+    the phase began), which in (a)-(e) could reach back into the warm-up (session 44's
+    `c12`)."""
 
     def __init__(self, srv, delay=0.0):
         self.srv, self.delay, self.rows = srv, delay, []
@@ -179,12 +183,20 @@ class LatencyWindows:
     def stop(self, period=None):
         if not self.th:
             return {}
+        if period:  # the server's window that holds the period's end: complete, then read
+            wait = period[1] + 1.05 - time.time()
+            if 0 < wait <= 2.0:
+                time.sleep(wait)
         self.stop_ev.set()
         self.th.join(10)
+        if period:
+            row = self.read()
+            if row is not None and (not self.rows or row != self.rows[-1][1]):
+                self.rows.append((time.time(), row))
         out = {}
         rows = [r for _, r in self.rows[1:]]
         if period:
-            inside = [r for t, r in self.rows if period[0] + 2.0 <= t <= period[1]]
+            inside = [r for t, r in self.rows if period[0] + 2.0 <= t <= period[1] + 1.5]
             if inside:
                 rows = inside
                 out["srv_windows_aligned"] = 1

@@ -1,0 +1,1 @@
+/tmp/s46/bb-base/tools/quire-perf produce --service-url pulsar://127.0.0.1:56993 --json /tmp/s46/d1/base-2/raw/003-f-fill-quire.json --report-interval-s 5 --op-timeout-s 60 --topics f-q0 --size 1024 --rate 0 --max-pending 10000 --messages 1953125 --warmup-seconds 0

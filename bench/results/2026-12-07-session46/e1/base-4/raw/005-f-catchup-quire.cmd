@@ -1,0 +1,1 @@
+/tmp/s46/bb-base/tools/quire-perf consume --service-url pulsar://127.0.0.1:42275 --json /tmp/s46/e1/base-4/raw/005-f-catchup-quire.json --report-interval-s 5 --op-timeout-s 60 --topics f-q0 --subscription catchup --messages 1953125 --warmup-seconds 0 --receiver-queue-size 10000 --subscription-position Earliest

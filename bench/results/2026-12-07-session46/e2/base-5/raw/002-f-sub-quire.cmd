@@ -1,0 +1,1 @@
+/tmp/s46/bb-base/tools/quire-perf consume --service-url pulsar://127.0.0.1:47859 --json /tmp/s46/e2/base-5/raw/002-f-sub-quire.json --report-interval-s 5 --op-timeout-s 60 --topics f-q0 --subscription catchup --seconds 1 --warmup-seconds 0 --subscription-position Earliest

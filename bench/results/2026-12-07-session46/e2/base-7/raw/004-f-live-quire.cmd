@@ -1,0 +1,1 @@
+/tmp/s46/bb-base/tools/quire-perf produce --service-url pulsar://127.0.0.1:41749 --json /tmp/s46/e2/base-7/raw/004-f-live-quire.json --report-interval-s 5 --op-timeout-s 60 --topics f-q0 --size 1024 --rate 50000 --max-pending 10000 --seconds 900 --warmup-seconds 0 --host-witness

@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf consume --service-url pulsar://127.0.0.1:35481 --json /tmp/s46/s1/v-4/raw/002-f-sub-quire.json --report-interval-s 5 --op-timeout-s 60 --topics f-q0 --subscription catchup --seconds 1 --warmup-seconds 0 --subscription-position Earliest
