@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf both --service-url pulsar://127.0.0.1:49619 --json /tmp/s46/full/cmp4/raw/004-b-quire.json --report-interval-s 5 --op-timeout-s 60 --topics b-qfs00 --size 100 --rate 0 --batch-max-delay-ms 1 --max-pending 50000 --receiver-queue-size 50000 --seconds 10 --warmup-seconds 3 --host-witness

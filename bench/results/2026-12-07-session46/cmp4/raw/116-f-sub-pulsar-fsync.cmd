@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf consume --service-url pulsar://127.0.0.1:57437 --json /tmp/s46/full/cmp4/raw/116-f-sub-pulsar-fsync.json --report-interval-s 5 --op-timeout-s 60 --topics f-pfs0 --subscription catchup --seconds 1 --warmup-seconds 0 --subscription-position Earliest

@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf both --service-url pulsar://127.0.0.1:47415 --json /tmp/s46/full/cmp5/raw/001-jit-warmup-pulsar-fsync.json --report-interval-s 5 --op-timeout-s 60 --topics a-jit --size 1024 --rate 0 --batch-max-delay-ms 1 --max-pending 10000 --receiver-queue-size 10000 --seconds 10 --warmup-seconds 5

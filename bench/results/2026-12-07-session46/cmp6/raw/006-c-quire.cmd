@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf both --service-url pulsar://127.0.0.1:48061 --json /tmp/s46/full/cmp6/raw/006-c-quire.json --report-interval-s 5 --op-timeout-s 60 --topics c-qfs00 --size 1024 --rate 50000 --batch-max-delay-ms 1 --max-pending 10000 --receiver-queue-size 10000 --seconds 10 --warmup-seconds 3 --host-witness

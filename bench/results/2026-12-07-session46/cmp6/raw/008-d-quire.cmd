@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf both --service-url pulsar://127.0.0.1:48061 --json /tmp/s46/full/cmp6/raw/008-d-quire.json --report-interval-s 5 --op-timeout-s 60 --topics d-qfs00 --size 1024 --rate 0 --disable-batching --max-pending 1 --seconds 10 --warmup-seconds 3 --host-witness

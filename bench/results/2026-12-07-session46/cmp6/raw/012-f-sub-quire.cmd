@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf consume --service-url pulsar://127.0.0.1:48061 --json /tmp/s46/full/cmp6/raw/012-f-sub-quire.json --report-interval-s 5 --op-timeout-s 60 --topics f-qfs0 --subscription catchup --seconds 1 --warmup-seconds 0 --subscription-position Earliest

@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf produce --service-url pulsar://127.0.0.1:53527 --json /tmp/s46/full/cmp6/raw/118-f-live-pulsar-fsync.json --report-interval-s 5 --op-timeout-s 60 --topics f-pfs0 --size 1024 --rate 50000 --max-pending 10000 --seconds 900 --warmup-seconds 0 --host-witness

@@ -1,0 +1,1 @@
+build-bench/tools/quire-perf consume --service-url pulsar://127.0.0.1:53527 --json /tmp/s46/full/cmp6/raw/119-f-catchup-pulsar-fsync.json --report-interval-s 5 --op-timeout-s 60 --topics f-pfs0 --subscription catchup --messages 1953125 --warmup-seconds 0 --receiver-queue-size 10000 --subscription-position Earliest
